@@ -1,0 +1,3 @@
+"""devlint: find PyTorch device bugs before they reach a GPU box."""
+
+__version__ = "0.1.0"

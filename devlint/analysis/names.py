@@ -1,0 +1,109 @@
+"""Which names in a file refer to which torch APIs.
+
+Resolution follows imports and their aliases (``import torch as t``,
+``from torch import cuda``, ``from torch.cuda import memory_cached as mc``).
+It is purely syntactic, so it is cheap and deterministic: a dictionary filled
+in source order, never a set iterated for output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Optional, Union
+
+import libcst as cst
+
+
+def dotted_name(node: cst.BaseExpression) -> Optional[str]:
+    """``a.b.c`` for a chain of names and attributes, else None."""
+    parts: list[str] = []
+    current: cst.BaseExpression = node
+    while isinstance(current, cst.Attribute):
+        parts.append(current.attr.value)
+        current = current.value
+    if not isinstance(current, cst.Name):
+        return None
+    parts.append(current.value)
+    return ".".join(reversed(parts))
+
+
+def _module_path(node: Union[cst.Attribute, cst.Name]) -> str:
+    name = dotted_name(node)
+    assert name is not None  # import targets are always dotted names
+    return name
+
+
+class ImportMap:
+    """Local names bound by imports, mapped to the fully qualified names they stand for."""
+
+    def __init__(self) -> None:
+        self._bindings: dict[str, str] = {}
+
+    def add_import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            module = _module_path(alias.name)
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                self._bindings[alias.asname.name.value] = module
+            else:
+                top = module.split(".", 1)[0]
+                self._bindings[top] = top
+
+    def add_import_from(self, node: cst.ImportFrom) -> None:
+        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+            return
+        module = _module_path(node.module)
+        for alias in node.names:
+            imported = _module_path(alias.name)
+            local = imported
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                local = alias.asname.name.value
+            self._bindings[local] = f"{module}.{imported}"
+
+    def add_statements(self, body: Iterable[cst.CSTNode]) -> None:
+        """Record the imports among module-level statements, looking inside if/try/with."""
+        for statement in body:
+            if isinstance(statement, cst.SimpleStatementLine):
+                for small in statement.body:
+                    if isinstance(small, cst.Import):
+                        self.add_import(small)
+                    elif isinstance(small, cst.ImportFrom):
+                        self.add_import_from(small)
+            elif isinstance(statement, (cst.If, cst.Try, cst.With)):
+                self.add_statements(_nested_statements(statement))
+
+    def qualified_name(self, node: cst.BaseExpression) -> Optional[str]:
+        """The qualified name ``node`` refers to, when it starts from an imported name."""
+        dotted = dotted_name(node)
+        if dotted is None:
+            return None
+        head, _, rest = dotted.partition(".")
+        bound = self._bindings.get(head)
+        if bound is None:
+            return None
+        return f"{bound}.{rest}" if rest else bound
+
+    def local_name_for(self, qualified: str) -> Optional[str]:
+        """The local name bound to exactly ``qualified``, if an import binds one."""
+        for local, bound in self._bindings.items():
+            if bound == qualified:
+                return local
+        return None
+
+
+def _nested_statements(statement: cst.BaseCompoundStatement) -> list[cst.CSTNode]:
+    blocks: list[cst.BaseSuite] = [statement.body]
+    if isinstance(statement, cst.If) and isinstance(statement.orelse, cst.Else):
+        blocks.append(statement.orelse.body)
+    if isinstance(statement, cst.Try):
+        blocks.extend(handler.body for handler in statement.handlers)
+        if statement.orelse is not None:
+            blocks.append(statement.orelse.body)
+    statements: list[cst.CSTNode] = []
+    for block in blocks:
+        if isinstance(block, cst.IndentedBlock):
+            statements.extend(block.body)
+        elif isinstance(block, cst.SimpleStatementSuite):
+            statements.append(cst.SimpleStatementLine(body=block.body))
+    if isinstance(statement, cst.If) and isinstance(statement.orelse, cst.If):
+        statements.append(statement.orelse)
+    return statements

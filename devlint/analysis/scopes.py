@@ -1,0 +1,132 @@
+"""What names and ``self`` attributes are bound to, in the scope being visited.
+
+Bindings are recorded in source order during the single traversal, so a rule
+asking about a name sees its latest assignment above the current line (in the
+current function, then the module). ``self.x`` attributes are recorded per
+class, across all of its methods.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+import libcst as cst
+
+from devlint.analysis.names import ImportMap, dotted_name
+
+
+@dataclass(frozen=True)
+class Binding:
+    """The latest value (or annotation, for a parameter) bound to a name."""
+
+    value: Optional[cst.BaseExpression] = None
+    annotation: Optional[cst.BaseExpression] = None
+
+
+@dataclass
+class ClassInfo:
+    name: str
+    bases: tuple[str, ...]  # qualified where imported, else as written
+    attributes: dict[str, Binding] = field(default_factory=dict)
+
+
+@dataclass
+class _Scope:
+    node: Union[cst.Module, cst.FunctionDef, cst.ClassDef, cst.Lambda]
+    bindings: dict[str, Binding] = field(default_factory=dict)
+
+
+class ScopeTracker:
+    def __init__(self, names: ImportMap) -> None:
+        self._names = names
+        self._scopes: list[_Scope] = []
+        self._classes: list[ClassInfo] = []
+        self.classes_by_name: dict[str, ClassInfo] = {}
+
+    def enter(self, node: cst.CSTNode) -> None:
+        if isinstance(node, cst.Module):
+            self._scopes.append(_Scope(node))
+            # Classes are known before their first use, wherever a module-level one is defined.
+            for statement in node.body:
+                if isinstance(statement, cst.ClassDef):
+                    self._class_info(statement)
+        elif isinstance(node, cst.ClassDef):
+            self._classes.append(self._class_info(node))
+            self._scopes.append(_Scope(node))
+        elif isinstance(node, (cst.FunctionDef, cst.Lambda)):
+            scope = _Scope(node)
+            for param in _parameters(node.params):
+                annotation = param.annotation.annotation if param.annotation else None
+                scope.bindings[param.name.value] = Binding(param.default, annotation)
+            self._scopes.append(scope)
+
+    def leave(self, node: cst.CSTNode) -> None:
+        if isinstance(node, (cst.Module, cst.FunctionDef, cst.Lambda)):
+            self._scopes.pop()
+        elif isinstance(node, cst.ClassDef):
+            self._scopes.pop()
+            self._classes.pop()
+        elif isinstance(node, cst.Assign):
+            for target in node.targets:
+                self._bind(target.target, Binding(node.value))
+        elif isinstance(node, cst.AnnAssign):
+            self._bind(node.target, Binding(node.value, node.annotation.annotation))
+
+    def _class_info(self, node: cst.ClassDef) -> ClassInfo:
+        info = self.classes_by_name.get(node.name.value)
+        if info is None:
+            info = ClassInfo(node.name.value, self._base_names(node))
+            self.classes_by_name[info.name] = info
+        return info
+
+    def _base_names(self, node: cst.ClassDef) -> tuple[str, ...]:
+        names: list[str] = []
+        for base in node.bases:
+            qualified = self._names.qualified_name(base.value) or dotted_name(base.value)
+            if qualified is not None:
+                names.append(qualified)
+        return tuple(names)
+
+    def _bind(self, target: cst.BaseExpression, binding: Binding) -> None:
+        if isinstance(target, cst.Name):
+            self._scopes[-1].bindings[target.value] = binding
+            return
+        dotted = dotted_name(target)
+        if dotted is not None and dotted.startswith("self.") and self._classes:
+            self._classes[-1].attributes[dotted[len("self.") :]] = binding
+        elif dotted is not None:
+            self._scopes[-1].bindings[dotted] = binding
+
+    def lookup(self, expression: cst.BaseExpression) -> Optional[Binding]:
+        """The binding of a name or ``self.attr`` seen so far, innermost scope first."""
+        dotted = dotted_name(expression)
+        if dotted is None:
+            return None
+        if dotted.startswith("self.") and self._classes:
+            return self._classes[-1].attributes.get(dotted[len("self.") :])
+        innermost, outermost = self._scopes[-1], self._scopes[0]
+        return innermost.bindings.get(dotted) or outermost.bindings.get(dotted)
+
+    def is_subclass_of(self, class_name: str, qualified_bases: frozenset[str]) -> bool:
+        """Whether a class defined in this file derives, directly or through others here, from one of the bases."""
+        seen: set[str] = set()
+        pending = [class_name]
+        while pending:
+            info = self.classes_by_name.get(pending.pop())
+            if info is None or info.name in seen:
+                continue
+            seen.add(info.name)
+            for base in info.bases:
+                if base in qualified_bases:
+                    return True
+                pending.append(base)
+        return False
+
+
+def _parameters(params: cst.Parameters) -> list[cst.Param]:
+    collected = [*params.posonly_params, *params.params, *params.kwonly_params]
+    for star in (params.star_arg, params.star_kwarg):
+        if isinstance(star, cst.Param):
+            collected.append(star)
+    return collected

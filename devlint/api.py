@@ -1,0 +1,71 @@
+"""The linting API the CLI (and tests) call: paths or standard input in, a RunSummary out."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from devlint.config import ConfigResolver
+from devlint.diagnostics import PARSE_ERROR_CODE, FileResult, Finding, Position
+from devlint.discovery import iter_python_files
+from devlint.engine import RuleSet, lint_source
+from devlint.report import RunSummary
+from devlint.rules import RULES_BY_CODE
+
+
+class Linter:
+    """Lints files with the settings that apply to each, building each rule set once."""
+
+    def __init__(self, resolver: ConfigResolver) -> None:
+        self._resolver = resolver
+        self._rule_sets: dict[frozenset[str], RuleSet] = {}
+
+    def _rules_for(self, path: Path) -> RuleSet:
+        codes = self._resolver.settings_for(path).codes_for(path)
+        rules = self._rule_sets.get(codes)
+        if rules is None:
+            rules = self._rule_sets[codes] = RuleSet(codes)
+        return rules
+
+    def lint_bytes(self, path: Path, data: bytes, shown_as: str) -> FileResult:
+        return lint_source(shown_as, data, self._rules_for(path))
+
+    def lint_file(self, path: Path) -> FileResult:
+        try:
+            data = path.read_bytes()
+        except OSError as error:
+            return _unreadable(str(path), error)
+        return self.lint_bytes(path, data, str(path))
+
+
+def _unreadable(path: str, error: OSError) -> FileResult:
+    rule = RULES_BY_CODE[PARSE_ERROR_CODE]
+    reason = error.strerror or type(error).__name__
+    start = Position(1, 1)
+    finding = Finding(path, rule.code, rule.name, f"cannot read: {reason}", start, start, 1)
+    return FileResult(path, [finding])
+
+
+def _collect(summary: RunSummary, result: FileResult) -> None:
+    summary.files_checked += 1
+    summary.findings.extend(result.findings)
+    summary.errors.extend(result.errors)
+
+
+def lint_paths(paths: Sequence[Path], resolver: ConfigResolver, force_exclude: bool) -> RunSummary:
+    linter = Linter(resolver)
+    summary = RunSummary()
+    for path in iter_python_files(paths, resolver, force_exclude):
+        _collect(summary, linter.lint_file(path))
+    summary.findings.sort(key=Finding.sort_key)
+    return summary
+
+
+def lint_stdin(data: bytes, filename: str, resolver: ConfigResolver, force_exclude: bool) -> RunSummary:
+    """Standard input, linted as if it were ``filename`` (for its settings and its name)."""
+    path = Path(filename)
+    summary = RunSummary()
+    if force_exclude and resolver.settings_for(path).is_excluded(path):
+        return summary
+    _collect(summary, Linter(resolver).lint_bytes(path, data, filename))
+    return summary

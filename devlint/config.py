@@ -1,0 +1,217 @@
+"""``[tool.devlint]`` in pyproject.toml, merged with command-line flags into one frozen Settings."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Optional
+
+import pathspec
+
+from devlint.diagnostics import PARSE_ERROR_CODE
+from devlint.rules import ALL_RULES
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+ALL_CODES: tuple[str, ...] = tuple(rule.code for rule in ALL_RULES)
+DEFAULT_CODES = frozenset(rule.code for rule in ALL_RULES if rule.default_enabled)
+DEFAULT_EXCLUDE: tuple[str, ...] = (
+    ".bzr", ".direnv", ".eggs", ".git", ".hg", ".mypy_cache", ".nox", ".pytype", ".ruff_cache",
+    ".devlint_cache", ".svn", ".tox", ".venv", "__pypackages__", "_build", "buck-out", "build",
+    "dist", "node_modules", "site-packages", "venv",
+)  # fmt: skip
+_LIST_KEYS = ("select", "ignore", "extend-select", "exclude", "extend-exclude")
+KNOWN_KEYS = frozenset((*_LIST_KEYS, "per-file-ignores"))
+
+
+class ConfigError(Exception):
+    """A configuration or selector problem: reported in one line, exit code 2."""
+
+
+def resolve_selectors(selectors: Iterable[str], origin: str) -> frozenset[str]:
+    """Codes named by selectors: a full code, a prefix (``DEV00``), or ``ALL``."""
+    codes: set[str] = set()
+    for raw in selectors:
+        selector = raw.strip().upper()
+        if selector == "ALL":
+            codes.update(ALL_CODES)
+            continue
+        matched = [code for code in ALL_CODES if code.startswith(selector)] if selector else []
+        if not matched:
+            raise ConfigError(f"unknown rule code or prefix {raw!r} in {origin}")
+        codes.update(matched)
+    return frozenset(codes)
+
+
+@dataclass(frozen=True)
+class RuleSelection:
+    """One layer of selection, as written in a pyproject.toml or on the command line."""
+
+    select: Optional[tuple[str, ...]] = None
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    origin: str = "the command line"
+
+    def apply(self, enabled: frozenset[str]) -> frozenset[str]:
+        if self.select is not None:
+            enabled = resolve_selectors(self.select, self.origin)
+        enabled |= resolve_selectors(self.extend_select, self.origin)
+        return enabled - resolve_selectors(self.ignore, self.origin)
+
+    def ignores_parse_errors(self) -> bool:
+        return PARSE_ERROR_CODE in resolve_selectors(self.ignore, self.origin)
+
+
+@dataclass(frozen=True)
+class ProjectConfig:
+    """What one ``[tool.devlint]`` table says; ``root`` is its folder."""
+
+    root: Path
+    source: Optional[Path] = None
+    selection: RuleSelection = field(default_factory=RuleSelection)
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    exclude: Optional[tuple[str, ...]] = None
+    extend_exclude: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The effective settings for the files under one project root."""
+
+    root: Path
+    enabled: frozenset[str]
+    exclude: tuple[str, ...]
+    per_file_ignores: tuple[tuple[str, frozenset[str]], ...]
+
+    @cached_property
+    def _exclude_spec(self) -> pathspec.PathSpec:
+        return pathspec.PathSpec.from_lines("gitwildmatch", self.exclude)
+
+    def _relative(self, path: Path) -> Optional[str]:
+        try:
+            return path.absolute().relative_to(self.root).as_posix()
+        except ValueError:
+            return None
+
+    def is_excluded(self, path: Path) -> bool:
+        relative = self._relative(path)
+        candidate = relative if relative is not None else path.name
+        return bool(candidate) and candidate != "." and self._exclude_spec.match_file(candidate)
+
+    @cached_property
+    def _per_file_specs(self) -> tuple[tuple[pathspec.PathSpec, frozenset[str]], ...]:
+        return tuple(
+            (pathspec.PathSpec.from_lines("gitwildmatch", [pattern]), codes)
+            for pattern, codes in self.per_file_ignores
+        )
+
+    def codes_for(self, path: Path) -> frozenset[str]:
+        """The enabled codes less the per-file ignores that match ``path``."""
+        relative = self._relative(path) or path.name
+        codes = self.enabled
+        for spec, ignored in self._per_file_specs:
+            if spec.match_file(relative):
+                codes = codes - ignored
+        return codes
+
+
+def _string_list(table: Mapping[str, Any], key: str, origin: str) -> Optional[tuple[str, ...]]:
+    value = table.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ConfigError(f"`{key}` in {origin} must be a list of strings")
+    return tuple(value)
+
+
+def parse_project_config(table: Mapping[str, Any], root: Path, source: Path) -> ProjectConfig:
+    origin = f"[tool.devlint] of {source}"
+    unknown = sorted(set(table) - KNOWN_KEYS)
+    if unknown:
+        raise ConfigError(f"unknown key `{unknown[0]}` in {origin}")
+    lists = {key: _string_list(table, key, origin) for key in _LIST_KEYS}
+    selection = RuleSelection(
+        lists["select"], lists["extend-select"] or (), lists["ignore"] or (), origin
+    )
+    selection.apply(DEFAULT_CODES)  # validates every selector now, naming the file
+    per_file = table.get("per-file-ignores", {})
+    if not isinstance(per_file, dict):
+        raise ConfigError(f"`per-file-ignores` in {origin} must be a table of pattern = [codes]")
+    ignores: list[tuple[str, tuple[str, ...]]] = []
+    for pattern, codes in per_file.items():
+        listed = _string_list(per_file, pattern, origin)
+        resolve_selectors(listed or (), origin)
+        ignores.append((pattern, listed or ()))
+    return ProjectConfig(
+        root, source, selection, tuple(ignores), lists["exclude"], lists["extend-exclude"] or ()
+    )
+
+
+def load_config_file(path: Path, require_table: bool) -> Optional[ProjectConfig]:
+    """The ``[tool.devlint]`` table of a pyproject.toml (or a devlint.toml's top level)."""
+    try:
+        document = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"cannot read {path}: {error}") from error
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"invalid TOML in {path}: {error}") from error
+    if path.name == "pyproject.toml":
+        table = document.get("tool", {}).get("devlint")
+    else:
+        table = document.get("tool", {}).get("devlint", document)
+    if table is None:
+        if require_table:
+            raise ConfigError(f"{path} has no [tool.devlint] table")
+        return None
+    if not isinstance(table, dict):
+        raise ConfigError(f"[tool.devlint] in {path} must be a table")
+    return parse_project_config(table, path.absolute().parent, path.absolute())
+
+
+class ConfigResolver:
+    """Finds the nearest ``[tool.devlint]`` above each path and merges the CLI flags over it."""
+
+    def __init__(self, cli: RuleSelection, config_file: Optional[Path] = None) -> None:
+        self._cli = cli
+        self._cli.apply(DEFAULT_CODES)  # validates the flags up front
+        self._fixed = load_config_file(config_file, require_table=True) if config_file else None
+        self._by_folder: dict[Path, Settings] = {}
+
+    def settings_for(self, path: Path) -> Settings:
+        folder = path.absolute() if path.is_dir() else path.absolute().parent
+        cached = self._by_folder.get(folder)
+        if cached is None:
+            project = self._fixed or self._nearest(folder) or ProjectConfig(Path.cwd())
+            cached = self._by_folder[folder] = self._settings(project)
+        return cached
+
+    def _nearest(self, folder: Path) -> Optional[ProjectConfig]:
+        for candidate in (folder, *folder.parents):
+            pyproject = candidate / "pyproject.toml"
+            if pyproject.is_file():
+                config = load_config_file(pyproject, require_table=False)
+                if config is not None:
+                    return config
+        return None
+
+    def _settings(self, project: ProjectConfig) -> Settings:
+        enabled = self._cli.apply(project.selection.apply(DEFAULT_CODES))
+        if not (project.selection.ignores_parse_errors() or self._cli.ignores_parse_errors()):
+            enabled |= {PARSE_ERROR_CODE}  # a file that cannot be parsed is never silently passed
+        exclude = (*(project.exclude or DEFAULT_EXCLUDE), *project.extend_exclude)
+        ignores = tuple(
+            (pattern, resolve_selectors(codes, "per-file-ignores"))
+            for pattern, codes in project.per_file_ignores
+        )
+        return Settings(project.root, enabled, exclude, ignores)
+
+
+def split_selectors(values: Sequence[str]) -> tuple[str, ...]:
+    """``--select A,B --select C`` as ``("A", "B", "C")``."""
+    return tuple(part.strip() for value in values for part in value.split(",") if part.strip())

@@ -1,0 +1,64 @@
+"""What rules see of the file being linted: its tree and the shared analysis of it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import libcst as cst
+
+from devlint.analysis.guards import ConditionClassifier, GuardTracker
+from devlint.analysis.names import ImportMap
+from devlint.analysis.scopes import ScopeTracker
+
+
+@dataclass(frozen=True)
+class RawFinding:
+    """A finding before positions are computed (positions cost a pass, so only files with findings pay)."""
+
+    code: str
+    name: str
+    node: cst.CSTNode
+    message: str
+    statement: Optional[cst.CSTNode]
+
+
+class FileContext:
+    """Per-file state: the module, the analysis trackers, and the findings so far."""
+
+    def __init__(self, path: str, module: cst.Module) -> None:
+        self.path = path
+        self.module = module
+        self.names = ImportMap()
+        self.names.add_statements(module.body)
+        self.guards = GuardTracker(ConditionClassifier(self.names))
+        self.scopes = ScopeTracker(self.names)
+        self.findings: list[RawFinding] = []
+        self._statements: list[cst.CSTNode] = []
+
+    def enter(self, node: cst.CSTNode) -> None:
+        """Update the analysis before rules see ``node``."""
+        if isinstance(node, cst.SimpleStatementLine):
+            self._statements.append(node)
+        elif isinstance(node, cst.Import):
+            self.names.add_import(node)
+        elif isinstance(node, cst.ImportFrom):
+            self.names.add_import_from(node)
+        self.scopes.enter(node)
+        self.guards.enter(node)
+
+    def leave(self, node: cst.CSTNode) -> None:
+        """Update the analysis after rules have left ``node``."""
+        if isinstance(node, cst.SimpleStatementLine):
+            self._statements.pop()
+        self.scopes.leave(node)
+        self.guards.leave(node)
+
+    def report(self, code: str, name: str, node: cst.CSTNode, message: str) -> None:
+        statement = self._statements[-1] if self._statements else None
+        self.findings.append(RawFinding(code, name, node, message, statement))
+
+    def source_of(self, node: cst.CSTNode, limit: int = 60) -> str:
+        """The code of ``node`` on one line, shortened for messages."""
+        text = " ".join(self.module.code_for_node(node).split())
+        return text if len(text) <= limit else text[: limit - 3] + "..."

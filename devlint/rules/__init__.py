@@ -1,0 +1,21 @@
+"""Every rule devlint knows, in code order."""
+
+from __future__ import annotations
+
+from devlint.rules.base import Invalid, Rule
+from devlint.rules.deprecated_cuda_api import DeprecatedCudaApi
+from devlint.rules.load_without_map_location import LoadWithoutMapLocation
+from devlint.rules.optimizer_device_move import OptimizerDeviceMove
+from devlint.rules.parse_error import ParseError
+from devlint.rules.unguarded_cuda import UnguardedCuda
+
+ALL_RULES: tuple[type[Rule], ...] = (
+    ParseError,
+    UnguardedCuda,
+    DeprecatedCudaApi,
+    OptimizerDeviceMove,
+    LoadWithoutMapLocation,
+)
+RULES_BY_CODE: dict[str, type[Rule]] = {rule.code: rule for rule in ALL_RULES}
+
+__all__ = ["ALL_RULES", "RULES_BY_CODE", "Invalid", "Rule"]

@@ -1,0 +1,140 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from typing import TYPE_CHECKING
+
+from devlint.analysis.names import dotted_name
+from devlint.rules.base import Invalid, Rule
+
+if TYPE_CHECKING:
+    from devlint.context import FileContext
+
+_AUTOCAST = 'torch.amp.autocast("cuda", ...)'
+_GRAD_SCALER = 'torch.amp.GradScaler("cuda", ...)'
+
+# What torch's own source marks `@deprecated` under torch.cuda, and what replaces it.
+REPLACEMENTS: dict[str, str] = {
+    "torch.cuda.memory_cached": "torch.cuda.memory_reserved",
+    "torch.cuda.memory.memory_cached": "torch.cuda.memory_reserved",
+    "torch.cuda.max_memory_cached": "torch.cuda.max_memory_reserved",
+    "torch.cuda.memory.max_memory_cached": "torch.cuda.max_memory_reserved",
+    "torch.cuda.amp.autocast": _AUTOCAST,
+    "torch.cuda.amp.autocast_mode.autocast": _AUTOCAST,
+    "torch.cuda.amp.custom_fwd": 'torch.amp.custom_fwd(..., device_type="cuda")',
+    "torch.cuda.amp.custom_bwd": 'torch.amp.custom_bwd(..., device_type="cuda")',
+    "torch.cuda.amp.GradScaler": _GRAD_SCALER,
+    "torch.cuda.amp.grad_scaler.GradScaler": _GRAD_SCALER,
+    "torch.cuda._set_allocator_settings": "torch._C._accelerator_setAllocatorSettings",
+}
+
+
+class DeprecatedCudaApi(Rule):
+    """
+    ## What it does
+    Flags `torch.cuda` APIs that PyTorch marks as deprecated:
+    `memory_cached` and `max_memory_cached` (renamed `memory_reserved` and
+    `max_memory_reserved`), and `torch.cuda.amp.autocast`, `GradScaler`,
+    `custom_fwd` and `custom_bwd` (replaced by their `torch.amp` versions
+    taking the device type). Aliases are followed:
+    `from torch.cuda import memory_cached as mc` is flagged at the import.
+
+    ## Why is this bad?
+    Each call emits a `FutureWarning`, and deprecated APIs are removed in
+    later releases, breaking the code on upgrade.
+
+    ## Example
+    ```python
+    print(torch.cuda.memory_cached(device=device))
+    scaler = torch.cuda.amp.GradScaler()
+    ```
+
+    ## Use instead
+    ```python
+    print(torch.cuda.memory_reserved(device=device))
+    scaler = torch.amp.GradScaler("cuda")
+    ```
+
+    ## Fix safety
+    No automatic fix yet.
+    """
+
+    code = "DEV002"
+    name = "deprecated-cuda-api"
+    summary = "deprecated torch.cuda API"
+    trigger_tokens = ("memory_cached", "amp", "_set_allocator_settings")
+
+    VALID = (
+        "import torch\ntorch.cuda.memory_reserved()",
+        "import torch\ntorch.cuda.max_memory_reserved(device=device)",
+        "import torch\nwith torch.amp.autocast('cuda'):\n    pass",
+        "memory_cached = 3\nprint(memory_cached)",
+        "import mylib\nmylib.cuda.memory_cached()",
+        "from torch.cuda import memory_reserved as mr\nmr()",
+        "import torch\nscaler = torch.amp.GradScaler('cuda')",
+    )
+    INVALID = (
+        Invalid(
+            "import torch\nprint(torch.cuda.memory_cached(device=device))",
+            2,
+            7,
+            "renamed `torch.cuda.memory_reserved`",
+        ),
+        Invalid("import torch as t\nt.cuda.max_memory_cached()", 2, 1, "max_memory_reserved"),
+        Invalid("from torch import cuda\ncuda.memory_cached()", 2, 1),
+        Invalid("from torch.cuda import memory_cached as mc\nmc()\nmc()", 1, 24),
+        Invalid("import torch\nscaler = torch.cuda.amp.GradScaler()", 2, 10, "GradScaler"),
+        Invalid("import torch\n@torch.cuda.amp.autocast()\ndef f(): pass", 2, 2, "autocast"),
+        Invalid("import torch.cuda.amp as amp\nwith amp.autocast():\n    pass", 2, 6),
+    )
+
+    def begin_file(self, context: FileContext) -> None:
+        super().begin_file(context)
+        self._inside_import = 0
+        self._attribute_names: set[int] = set()
+
+    def visit_Import(self, node: cst.Import) -> None:
+        self._inside_import += 1
+        for alias in node.names:
+            module = dotted_name(alias.name)
+            if module in REPLACEMENTS:
+                self._report_use(alias, module)
+
+    def leave_Import(self, original_node: cst.Import) -> None:
+        self._inside_import -= 1
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        self._inside_import += 1
+        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+            return
+        module = dotted_name(node.module)
+        for alias in node.names:
+            qualified = f"{module}.{dotted_name(alias.name)}"
+            if qualified in REPLACEMENTS:
+                self._report_use(alias, qualified)
+
+    def leave_ImportFrom(self, original_node: cst.ImportFrom) -> None:
+        self._inside_import -= 1
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._attribute_names.add(id(node.attr))
+        if self._inside_import:
+            return
+        qualified = self.context.names.qualified_name(node)
+        if qualified in REPLACEMENTS:
+            self._report_use(node, qualified)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if self._inside_import or id(node) in self._attribute_names:
+            return
+        qualified = self.context.names.qualified_name(node)
+        # An alias (`as mc`) is reported once, at its import: its call sites stay as they are.
+        if qualified in REPLACEMENTS and qualified.rsplit(".", 1)[-1] == node.value:
+            self._report_use(node, qualified)
+
+    def _report_use(self, node: cst.CSTNode, qualified: str) -> None:
+        replacement = REPLACEMENTS[qualified]
+        shown = qualified.replace(".memory.", ".").replace(".autocast_mode.", ".")
+        shown = shown.replace(".grad_scaler.", ".")
+        verb = "renamed" if "(" not in replacement else "use"
+        self.report(node, f"`{shown}` is deprecated: {verb} `{replacement}`")
