@@ -23,6 +23,19 @@ class RawFinding:
     statement: Optional[cst.CSTNode]
 
 
+# The node types any tracker reacts to; every other node passes through at the cost of a set lookup.
+_TRACKED_TYPES = frozenset(
+    {
+        cst.Module, cst.SimpleStatementLine, cst.Import, cst.ImportFrom, cst.ClassDef,
+        cst.FunctionDef, cst.Lambda, cst.Assign, cst.AnnAssign, cst.IndentedBlock,
+        cst.SimpleStatementSuite, cst.If, cst.IfExp, cst.BooleanOperation, cst.Assert,
+    }
+)  # fmt: skip
+_GUARDING_TYPES = frozenset(
+    {cst.If, cst.IfExp, cst.BooleanOperation, cst.FunctionDef, cst.ClassDef, cst.Try}
+)
+
+
 class FileContext:
     """Per-file state: the module, the analysis trackers, and the findings so far."""
 
@@ -38,6 +51,8 @@ class FileContext:
 
     def enter(self, node: cst.CSTNode) -> None:
         """Update the analysis before rules see ``node``."""
+        if type(node) not in _TRACKED_TYPES:
+            return
         if isinstance(node, cst.SimpleStatementLine):
             self._statements.append(node)
         elif isinstance(node, cst.Import):
@@ -49,10 +64,20 @@ class FileContext:
 
     def leave(self, node: cst.CSTNode) -> None:
         """Update the analysis after rules have left ``node``."""
+        if type(node) not in _TRACKED_TYPES:
+            return
         if isinstance(node, cst.SimpleStatementLine):
             self._statements.pop()
         self.scopes.leave(node)
         self.guards.leave(node)
+
+    def enter_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        if type(node) in _GUARDING_TYPES:
+            self.guards.enter_attribute(node, attribute)
+
+    def leave_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        if type(node) in _GUARDING_TYPES:
+            self.guards.leave_attribute(node, attribute)
 
     def report(self, code: str, name: str, node: cst.CSTNode, message: str) -> None:
         statement = self._statements[-1] if self._statements else None

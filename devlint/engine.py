@@ -97,10 +97,10 @@ class _BatchedVisitor(cst.CSTVisitor):
         self._context.leave(original_node)
 
     def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
-        self._context.guards.enter_attribute(node, attribute)
+        self._context.enter_attribute(node, attribute)
 
     def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
-        self._context.guards.leave_attribute(original_node, attribute)
+        self._context.leave_attribute(original_node, attribute)
 
 
 def _describe(error: BaseException) -> str:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Iterator
-from typing import Optional
+from typing import Optional, Union
 
 import libcst as cst
 
@@ -37,7 +37,7 @@ AVAILABILITY_CHECKS = frozenset(
 )
 
 # Identifiers and strings that show a condition is about the device choice.
-_FLAG_PATTERN = re.compile(r"cuda|gpu|device|accel|nccl", re.IGNORECASE)
+_FLAG_PATTERN = re.compile(r"cuda|gpu|cpu|device|accel|nccl", re.IGNORECASE)
 _EXIT_CALLS = frozenset({"exit", "quit", "_exit", "skip", "skipTest", "fail", "abort"})
 _CATCHING_ERRORS = frozenset(
     {"Exception", "BaseException", "RuntimeError", "AssertionError", "AcceleratorError"}
@@ -197,13 +197,28 @@ def _catches_errors(node: cst.Try) -> bool:
     return False
 
 
+_SETUP_METHODS = frozenset({"setUp", "setUpClass", "setup_method", "setup_class"})
+
+
 def _is_gpu_only_definition(
-    node: cst.FunctionDef | cst.ClassDef, classifier: ConditionClassifier
+    node: Union[cst.FunctionDef, cst.ClassDef], classifier: ConditionClassifier
 ) -> bool:
     """A GPU-only test (``@skipIf(not cuda)``, ``@requires_cuda``) or a ``*_cuda``/``*gpu*`` def."""
     if _FLAG_PATTERN.search(node.name.value) and not node.name.value.startswith("__"):
         return "device" not in node.name.value.lower()
     return any(classifier.mentions_device(decorator) for decorator in node.decorators)
+
+
+def _setup_skips_without_cuda(node: cst.ClassDef, classifier: ConditionClassifier) -> bool:
+    """A test class whose ``setUp`` skips (or fails) when CUDA is missing."""
+    for statement in node.body.body:
+        if not isinstance(statement, cst.FunctionDef) or statement.name.value not in _SETUP_METHODS:
+            continue
+        for inner in statement.body.body:
+            if isinstance(inner, cst.If) and suite_exits(inner.body):
+                if classifier.classify(inner.test) in (Polarity.UNAVAILABLE, Polarity.CHOICE):
+                    return True
+    return False
 
 
 class GuardTracker:
@@ -215,6 +230,7 @@ class GuardTracker:
         # Guards that hold for the rest of a block (after an early exit), one entry per open block.
         self._block_guards: list[int] = []
         self._polarities: dict[int, Optional[Polarity]] = {}
+        self._gpu_only_classes: set[str] = set()
 
     @property
     def guarded(self) -> bool:
@@ -223,6 +239,9 @@ class GuardTracker:
     def enter(self, node: cst.CSTNode) -> None:
         if isinstance(node, (cst.Module, cst.IndentedBlock, cst.SimpleStatementSuite)):
             self._block_guards.append(0)
+        elif isinstance(node, cst.ClassDef):
+            if self._class_is_gpu_only(node):
+                self._gpu_only_classes.add(node.name.value)
         elif isinstance(node, (cst.If, cst.IfExp)):
             self._polarities[id(node)] = self.classifier.classify(node.test)
         elif isinstance(node, cst.BooleanOperation):
@@ -269,11 +288,21 @@ class GuardTracker:
             if isinstance(node.operator, cst.And):
                 return polarity in (Polarity.AVAILABLE, Polarity.CHOICE)
             return polarity in (Polarity.UNAVAILABLE, Polarity.CHOICE)
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef)) and attribute == "body":
+        if isinstance(node, cst.FunctionDef) and attribute == "body":
             return _is_gpu_only_definition(node, self.classifier)
+        if isinstance(node, cst.ClassDef) and attribute == "body":
+            return node.name.value in self._gpu_only_classes
         if isinstance(node, cst.Try) and attribute == "body":
             return _catches_errors(node)
         return False
+
+    def _class_is_gpu_only(self, node: cst.ClassDef) -> bool:
+        """Decorated or named for the GPU, skipping in ``setUp``, or derived from such a class here."""
+        if _is_gpu_only_definition(node, self.classifier):
+            return True
+        if _setup_skips_without_cuda(node, self.classifier):
+            return True
+        return any(dotted_name(base.value) in self._gpu_only_classes for base in node.bases)
 
     def _exits_without_cuda(self, node: cst.If) -> bool:
         polarity = self._polarities.get(id(node))

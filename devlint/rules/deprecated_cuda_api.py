@@ -62,7 +62,10 @@ class DeprecatedCudaApi(Rule):
     code = "DEV002"
     name = "deprecated-cuda-api"
     summary = "deprecated torch.cuda API"
-    trigger_tokens = ("memory_cached", "amp", "_set_allocator_settings")
+    trigger_tokens = (
+        "memory_cached", "autocast", "GradScaler", "custom_fwd", "custom_bwd",
+        "_set_allocator_settings",
+    )  # fmt: skip
 
     VALID = (
         "import torch\ntorch.cuda.memory_reserved()",

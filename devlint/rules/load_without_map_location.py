@@ -36,7 +36,7 @@ class LoadWithoutMapLocation(Rule):
     code = "DEV008"
     name = "load-without-map-location"
     summary = "torch.load without map_location"
-    trigger_tokens = ("load",)
+    trigger_tokens = ("load(",)
 
     VALID = (
         "import torch\nstate = torch.load('ckpt.pt', map_location='cpu')",

@@ -65,6 +65,7 @@ class UnguardedCuda(Rule):
         "if self.on_gpu:\n    batch = batch.cuda()",
         'if device.type == "cuda":\n    x = x.to("cuda")',
         "if x.is_cuda:\n    y = y.cuda()",
+        "if not self.cfg.common.cpu:\n    model.cuda()",
         "import torch\ndef f(x):\n    if not torch.cuda.is_available():\n        return x\n    return x.cuda()",
         "import sys, torch\nif not torch.cuda.is_available():\n    sys.exit(1)\nmodel.cuda()",
         "import pytest, torch\n"
@@ -86,6 +87,13 @@ class UnguardedCuda(Rule):
         "pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason='gpu')\n"
         "def test_move():\n    torch.ones(1).cuda()",
         "def to_gpu(x):\n    return x.cuda()",
+        "import unittest, torch\n"
+        "class DistributedTest(unittest.TestCase):\n"
+        "    def setUp(self):\n"
+        "        if not torch.cuda.is_available():\n"
+        "            raise unittest.SkipTest('CUDA not available')\n"
+        "class TestBroadcast(DistributedTest):\n"
+        "    def test_it(self):\n        torch.rand(5).cuda()",
         "try:\n    x = x.cuda()\nexcept RuntimeError:\n    pass",
         "import torch\n"
         "class Trainer:\n"
