@@ -63,7 +63,9 @@ def iter_python_files(
             if force_exclude and resolver.settings_for(path).is_excluded(path):
                 continue
             absolute = path.absolute()
-            ignores = _ancestor_gitignores(absolute)
+            # Like a folder excluded in the settings, a folder the user names is linted even when
+            # a .gitignore above it ignores it.
+            ignores = [i for i in _ancestor_gitignores(absolute) if not i.ignores(absolute, True)]
             yield from _walk(path, absolute, resolver, ignores)
         elif not (force_exclude and resolver.settings_for(path).is_excluded(path)):
             yield path

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import ast
 import io
+import sys
 import tokenize
 import traceback
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Optional, Union
 
@@ -175,9 +177,11 @@ def lint_source(path: str, data: bytes, rules: RuleSet) -> FileResult:
         return result
     located: list[tuple[Finding, tuple[int, ...]]] = []
     if not rules.may_fire(source):
-        problem = _check_syntax(source)
-        if problem is not None:
-            located.append((_parse_error_finding(path, problem), (problem.row,)))
+        # LibCST knows newer grammar than the running CPython: it decides when CPython objects.
+        if _check_syntax(source) is not None:
+            module = _parse(source)
+            if isinstance(module, _Unreadable):
+                located.append((_parse_error_finding(path, module), (module.row,)))
     else:
         module = _parse(source)
         if isinstance(module, _Unreadable):
@@ -197,19 +201,35 @@ def lint_source(path: str, data: bytes, rules: RuleSet) -> FileResult:
     return result
 
 
+# LibCST nests implicitly concatenated strings one level per piece, and visits recursively; files
+# with thousands of pieces (pydoc's topics.py) are valid Python and must be linted.
+_VISIT_RECURSION_LIMIT = 30_000
+
+
+@contextmanager
+def _deep_recursion() -> Iterator[None]:
+    previous = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(previous, _VISIT_RECURSION_LIMIT))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(previous)
+
+
 def _run_rules(
     path: str, module: cst.Module, rules: RuleSet, errors: list[InternalError]
 ) -> list[tuple[Finding, tuple[int, ...]]]:
     """Findings, each with the rows where a `# noqa` comment silences it."""
     context = FileContext(path, module)
     try:
-        module.visit(rules.visitor(context, errors))
+        with _deep_recursion():
+            module.visit(rules.visitor(context, errors))
+            if not context.findings:
+                return []
+            ranges = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     except RecursionError:
         errors.append(InternalError(path, "expressions nested too deeply to analyse"))
         return []
-    if not context.findings:
-        return []
-    ranges = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     return [_locate(path, raw, ranges) for raw in context.findings]
 
 
