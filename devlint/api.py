@@ -6,11 +6,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from devlint.config import ConfigResolver
-from devlint.diagnostics import PARSE_ERROR_CODE, FileResult, Finding, Position
+from devlint.diagnostics import FileResult, Finding
 from devlint.discovery import iter_python_files
-from devlint.engine import RuleSet, lint_source
+from devlint.engine import RuleSet, Unreadable, lint_source, unreadable_result
 from devlint.report import RunSummary
-from devlint.rules import RULES_BY_CODE
 
 
 class Linter:
@@ -34,16 +33,11 @@ class Linter:
         try:
             data = path.read_bytes()
         except OSError as error:
-            return _unreadable(str(path), error)
+            reason = error.strerror or type(error).__name__
+            return unreadable_result(
+                str(path), Unreadable(f"cannot read: {reason}"), self._rules_for(path)
+            )
         return self.lint_bytes(path, data, str(path))
-
-
-def _unreadable(path: str, error: OSError) -> FileResult:
-    rule = RULES_BY_CODE[PARSE_ERROR_CODE]
-    reason = error.strerror or type(error).__name__
-    start = Position(1, 1)
-    finding = Finding(path, rule.code, rule.name, f"cannot read: {reason}", start, start, 1)
-    return FileResult(path, [finding])
 
 
 def _collect(summary: RunSummary, result: FileResult) -> None:
@@ -61,7 +55,9 @@ def lint_paths(paths: Sequence[Path], resolver: ConfigResolver, force_exclude: b
     return summary
 
 
-def lint_stdin(data: bytes, filename: str, resolver: ConfigResolver, force_exclude: bool) -> RunSummary:
+def lint_stdin(
+    data: bytes, filename: str, resolver: ConfigResolver, force_exclude: bool
+) -> RunSummary:
     """Standard input, linted as if it were ``filename`` (for its settings and its name)."""
     path = Path(filename)
     summary = RunSummary()

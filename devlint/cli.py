@@ -35,6 +35,8 @@ def cli() -> None:
 
 
 _SELECTOR_HELP = "Comma-separated rule codes or prefixes (DEV001, DEV00, ALL); repeatable."
+_FORCE_EXCLUDE_HELP = "Apply excludes to paths named on the command line too (for pre-commit)."
+_CONFIG_HELP = "A pyproject.toml (its [tool.devlint]) or devlint.toml to use for every file."
 
 
 @cli.command()
@@ -48,11 +50,10 @@ _SELECTOR_HELP = "Comma-separated rule codes or prefixes (DEV001, DEV00, ALL); r
 @click.option("--statistics", is_flag=True, help="Count the findings per rule.")
 @click.option("-q", "--quiet", is_flag=True, help="Print the findings and nothing else.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the cache.")
-@click.option("--force-exclude", is_flag=True,
-              help="Apply excludes to paths named on the command line too (for pre-commit).")  # fmt: skip
+@click.option("--force-exclude", is_flag=True, help=_FORCE_EXCLUDE_HELP)
 @click.option("--stdin-filename", help="The name to lint standard input as (with the path `-`).")
 @click.option("--config", "config_file", type=click.Path(path_type=Path, dir_okay=False),
-              help="A pyproject.toml (its [tool.devlint]) or devlint.toml to use for every file.")  # fmt: skip
+              help=_CONFIG_HELP)  # fmt: skip
 def check(
     paths: tuple[Path, ...],
     select: tuple[str, ...],
@@ -75,7 +76,7 @@ def check(
     )
     try:
         resolver = ConfigResolver(selection, config_file)
-        if paths == (Path("-"),):
+        if paths == (Path("-"),) or (stdin_filename and not paths):
             data = click.get_binary_stream("stdin").read()
             summary = lint_stdin(data, stdin_filename or "-", resolver, force_exclude)
         else:

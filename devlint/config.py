@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +31,11 @@ _LIST_KEYS = ("select", "ignore", "extend-select", "exclude", "extend-exclude")
 KNOWN_KEYS = frozenset((*_LIST_KEYS, "per-file-ignores"))
 
 
+def absolute_path(path: Path) -> Path:
+    """Absolute and free of `..`, without resolving symbolic links."""
+    return Path(os.path.abspath(path))
+
+
 class ConfigError(Exception):
     """A configuration or selector problem: reported in one line, exit code 2."""
 
@@ -49,6 +55,18 @@ def resolve_selectors(selectors: Iterable[str], origin: str) -> frozenset[str]:
     return frozenset(codes)
 
 
+def _specificity(code: str, selectors: Iterable[str]) -> int:
+    """How precisely selectors name ``code``: -1 not at all, 0 for ALL, else the prefix length."""
+    best = -1
+    for raw in selectors:
+        selector = raw.strip().upper()
+        if selector == "ALL":
+            best = max(best, 0)
+        elif selector and code.startswith(selector):
+            best = max(best, len(selector))
+    return best
+
+
 @dataclass(frozen=True)
 class RuleSelection:
     """One layer of selection, as written in a pyproject.toml or on the command line."""
@@ -59,10 +77,19 @@ class RuleSelection:
     origin: str = "the command line"
 
     def apply(self, enabled: frozenset[str]) -> frozenset[str]:
-        if self.select is not None:
-            enabled = resolve_selectors(self.select, self.origin)
-        enabled |= resolve_selectors(self.extend_select, self.origin)
-        return enabled - resolve_selectors(self.ignore, self.origin)
+        """This layer over the codes enabled so far. As in Ruff, the most specific selector wins
+        (`--ignore ALL --extend-select DEV003` keeps DEV003); on a tie, ignore wins."""
+        for selector in (*(self.select or ()), *self.extend_select, *self.ignore):
+            resolve_selectors((selector,), self.origin)  # validates every selector, naming it
+        result = set(enabled if self.select is None else ())
+        for code in ALL_CODES:
+            chosen = _specificity(code, (*(self.select or ()), *self.extend_select))
+            ignored = _specificity(code, self.ignore)
+            if chosen > ignored:
+                result.add(code)
+            elif ignored >= 0:
+                result.discard(code)
+        return frozenset(result)
 
     def ignores_parse_errors(self) -> bool:
         return PARSE_ERROR_CODE in resolve_selectors(self.ignore, self.origin)
@@ -95,7 +122,7 @@ class Settings:
 
     def _relative(self, path: Path) -> Optional[str]:
         try:
-            return path.absolute().relative_to(self.root).as_posix()
+            return absolute_path(path).relative_to(self.root).as_posix()
         except ValueError:
             return None
 
@@ -144,7 +171,7 @@ def parse_project_config(table: Mapping[str, Any], root: Path, source: Path) -> 
     if not isinstance(per_file, dict):
         raise ConfigError(f"`per-file-ignores` in {origin} must be a table of pattern = [codes]")
     ignores: list[tuple[str, tuple[str, ...]]] = []
-    for pattern, codes in per_file.items():
+    for pattern in per_file:
         listed = _string_list(per_file, pattern, origin)
         resolve_selectors(listed or (), origin)
         ignores.append((pattern, listed or ()))
@@ -171,7 +198,7 @@ def load_config_file(path: Path, require_table: bool) -> Optional[ProjectConfig]
         return None
     if not isinstance(table, dict):
         raise ConfigError(f"[tool.devlint] in {path} must be a table")
-    return parse_project_config(table, path.absolute().parent, path.absolute())
+    return parse_project_config(table, absolute_path(path).parent, absolute_path(path))
 
 
 class ConfigResolver:
@@ -184,7 +211,7 @@ class ConfigResolver:
         self._by_folder: dict[Path, Settings] = {}
 
     def settings_for(self, path: Path) -> Settings:
-        folder = path.absolute() if path.is_dir() else path.absolute().parent
+        folder = absolute_path(path) if path.is_dir() else absolute_path(path).parent
         cached = self._by_folder.get(folder)
         if cached is None:
             project = self._fixed or self._nearest(folder) or ProjectConfig(Path.cwd())

@@ -14,7 +14,7 @@ from devlint.analysis.scopes import ScopeTracker
 
 @dataclass(frozen=True)
 class RawFinding:
-    """A finding before positions are computed (positions cost a pass, so only files with findings pay)."""
+    """A finding before positions are computed: positions cost a pass, paid only with findings."""
 
     code: str
     name: str
@@ -85,5 +85,7 @@ class FileContext:
 
     def source_of(self, node: cst.CSTNode, limit: int = 60) -> str:
         """The code of ``node`` on one line, shortened for messages."""
+        if getattr(node, "lpar", None):
+            node = node.with_changes(lpar=(), rpar=())  # quote the expression, not its parentheses
         text = " ".join(self.module.code_for_node(node).split())
         return text if len(text) <= limit else text[: limit - 3] + "..."

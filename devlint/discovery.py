@@ -10,7 +10,7 @@ from typing import Optional
 
 import pathspec
 
-from devlint.config import ConfigResolver
+from devlint.config import ConfigResolver, absolute_path
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 
@@ -55,20 +55,28 @@ def _ancestor_gitignores(folder: Path) -> list[_IgnoreFile]:
 def iter_python_files(
     paths: Sequence[Path], resolver: ConfigResolver, force_exclude: bool
 ) -> Iterator[Path]:
-    """Files to lint, in a stable order. Named files are linted unless ``force_exclude``."""
+    """Files to lint, stably ordered, each once; named files are linted unless ``force_exclude``."""
+    seen: set[str] = set()
     for path in paths:
         if not os.path.lexists(path):
             raise PathError(f"{path}: no such file or directory")
         if path.is_dir():
             if force_exclude and resolver.settings_for(path).is_excluded(path):
                 continue
-            absolute = path.absolute()
+            absolute = absolute_path(path)
             # Like a folder excluded in the settings, a folder the user names is linted even when
             # a .gitignore above it ignores it.
             ignores = [i for i in _ancestor_gitignores(absolute) if not i.ignores(absolute, True)]
-            yield from _walk(path, absolute, resolver, ignores)
+            found: Iterator[Path] = _walk(path, absolute, resolver, ignores)
         elif not (force_exclude and resolver.settings_for(path).is_excluded(path)):
-            yield path
+            found = iter((path,))
+        else:
+            continue
+        for file in found:
+            key = os.path.abspath(file)
+            if key not in seen:
+                seen.add(key)
+                yield file
 
 
 def _walk(

@@ -112,79 +112,91 @@ def _describe(error: BaseException) -> str:
 
 
 @dataclass(frozen=True)
-class _Unreadable:
+class Unreadable:
     message: str
     row: int = 1
     column: int = 1
 
 
-def decode(data: bytes) -> Union[str, _Unreadable]:
+def decode(data: bytes) -> Union[str, Unreadable]:
     """Source text, honouring a coding cookie and a BOM, or why it cannot be decoded."""
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as error:
-        return _Unreadable(f"cannot decode: {error.msg}", error.lineno or 1)
+        # Without a cookie, a bad byte on the first two lines fails here; decoding names the byte.
+        problem = _decoding_problem(data, "utf-8")
+        return problem or Unreadable(f"cannot decode: {error.msg}", error.lineno or 1)
+    return _decoding_problem(data, encoding) or data.decode(encoding)
+
+
+def _decoding_problem(data: bytes, encoding: str) -> Optional[Unreadable]:
     try:
-        return data.decode(encoding)
+        data.decode(encoding)
     except UnicodeDecodeError as error:
         row = data.count(b"\n", 0, error.start) + 1
         column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
-        return _Unreadable(
+        return Unreadable(
             f"not valid {encoding}: byte 0x{data[error.start]:02x} cannot be decoded", row, column
         )
     except LookupError:
-        return _Unreadable(f"unknown encoding {encoding!r} in the coding cookie")
+        return Unreadable(f"unknown encoding {encoding!r} in the coding cookie")
+    return None
 
 
-def _parse(source: str) -> Union[cst.Module, _Unreadable]:
+def _parse(source: str) -> Union[cst.Module, Unreadable]:
     try:
         return cst.parse_module(source)
     except cst.ParserSyntaxError as error:
         # CPython's parser names the problem and its place better when it rejects the file too.
-        return _check_syntax(source) or _Unreadable(
+        return _check_syntax(source) or Unreadable(
             f"syntax error: {error.message}", error.raw_line, error.raw_column + 1
         )
     except RecursionError:
-        return _Unreadable("cannot parse: expressions nested too deeply")
+        return Unreadable("cannot parse: expressions nested too deeply")
     except Exception as error:
         # The native parser has a few raw failure modes (NUL bytes among them).
-        return _Unreadable(f"cannot parse: {' '.join(str(error).split())[:200]}")
+        return Unreadable(f"cannot parse: {' '.join(str(error).split())[:200]}")
 
 
-def _check_syntax(source: str) -> Optional[_Unreadable]:
-    """Syntax check for files no rule needs to parse: CPython's parser, much cheaper than LibCST's."""
+def _check_syntax(source: str) -> Optional[Unreadable]:
+    """Syntax check for files no rule needs to parse: CPython's parser, cheaper than LibCST's."""
     try:
         ast.parse(source)
     except SyntaxError as error:
-        return _Unreadable(f"syntax error: {error.msg}", error.lineno or 1, error.offset or 1)
+        return Unreadable(f"syntax error: {error.msg}", error.lineno or 1, error.offset or 1)
     except (ValueError, RecursionError, MemoryError) as error:
-        return _Unreadable(f"cannot parse: {error}")
+        return Unreadable(f"cannot parse: {error}")
     return None
 
 
-def _parse_error_finding(path: str, problem: _Unreadable) -> Finding:
+def _parse_error_finding(path: str, problem: Unreadable) -> Finding:
     rule = RULES_BY_CODE[PARSE_ERROR_CODE]
     start = Position(problem.row, problem.column)
     return Finding(path, rule.code, rule.name, problem.message, start, start, problem.row)
+
+
+def unreadable_result(path: str, problem: Unreadable, rules: RuleSet) -> FileResult:
+    """A file that cannot be read or decoded: one DEV000, unless it is not selected."""
+    findings = [_parse_error_finding(path, problem)] if PARSE_ERROR_CODE in rules.codes else []
+    return FileResult(path, findings)
 
 
 def lint_source(path: str, data: bytes, rules: RuleSet) -> FileResult:
     """Lint one file's bytes with the enabled rules; never raises for bad input."""
     result = FileResult(path)
     source = decode(data)
-    if isinstance(source, _Unreadable):
-        result.findings.append(_parse_error_finding(path, source))
-        return result
+    if isinstance(source, Unreadable):
+        return unreadable_result(path, source, rules)
     located: list[tuple[Finding, tuple[int, ...]]] = []
     if not rules.may_fire(source):
         # LibCST knows newer grammar than the running CPython: it decides when CPython objects.
         if _check_syntax(source) is not None:
             module = _parse(source)
-            if isinstance(module, _Unreadable):
+            if isinstance(module, Unreadable):
                 located.append((_parse_error_finding(path, module), (module.row,)))
     else:
         module = _parse(source)
-        if isinstance(module, _Unreadable):
+        if isinstance(module, Unreadable):
             located.append((_parse_error_finding(path, module), (module.row,)))
         else:
             located = _run_rules(path, module, rules, result.errors)
@@ -247,6 +259,6 @@ def _locate(
         end=Position(where.end.line, where.end.column + 1),
         noqa_row=statement.end.line,
     )
-    # On a statement over several lines, a `# noqa` on its first or last line counts too.
+    # On a statement over several lines, a noqa comment on its first or last line counts too.
     rows = (where.start.line, where.end.line, statement.start.line, statement.end.line)
     return finding, rows

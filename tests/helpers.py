@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
 import textwrap
 from collections.abc import Iterable
+from pathlib import Path
 
 from devlint.diagnostics import PARSE_ERROR_CODE, Finding
 from devlint.engine import RuleSet, lint_source
@@ -15,3 +19,56 @@ def lint_snippet(source: str, codes: Iterable[str], path: str = "example.py") ->
     result = lint_source(path, textwrap.dedent(source).encode(), rules)
     assert not result.errors, result.errors
     return result.findings
+
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = REPO_ROOT / "fixtures"
+# `path:line:col: CODE message`, as the text format writes each finding.
+FINDING_LINE = re.compile(
+    r"^(?P<path>.+?):(?P<row>\d+):(?P<col>\d+): (?P<code>DEV\d{3}) (?P<message>.+)$"
+)
+
+
+def run_cli(
+    *args: str, cwd: Path, stdin: str | bytes | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The real command line in a subprocess: ``devlint ARGS`` run in ``cwd``."""
+    data = stdin.encode() if isinstance(stdin, str) else stdin
+    completed = subprocess.run(
+        [sys.executable, "-m", "devlint.cli", *args],
+        cwd=cwd,
+        input=data if data is not None else b"",
+        capture_output=True,
+        timeout=120,
+    )
+    return subprocess.CompletedProcess(
+        completed.args,
+        completed.returncode,
+        completed.stdout.decode("utf-8"),
+        completed.stderr.decode("utf-8"),
+    )
+
+
+def findings_of(stdout: str) -> list[tuple[str, int, int, str]]:
+    """``(path, row, column, code)`` of every finding line in text output."""
+    found = []
+    for line in stdout.splitlines():
+        match = FINDING_LINE.match(line)
+        if match:
+            found.append((match["path"], int(match["row"]), int(match["col"]), match["code"]))
+    return found
+
+
+def codes_of(stdout: str) -> set[str]:
+    return {code for _, _, _, code in findings_of(stdout)}
+
+
+def write(root: Path, files: dict[str, str | bytes]) -> None:
+    """Create files (and their folders) under ``root``; bytes are written as they are."""
+    for relative, content in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(textwrap.dedent(content), encoding="utf-8")

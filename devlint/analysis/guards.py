@@ -139,7 +139,9 @@ class ConditionClassifier:
                 return True
         return False
 
-    def record_assignment(self, targets: list[cst.BaseExpression], value: cst.BaseExpression) -> None:
+    def record_assignment(
+        self, targets: list[cst.BaseExpression], value: cst.BaseExpression
+    ) -> None:
         polarity = self.definite(value)
         if polarity is None:
             return
@@ -215,9 +217,9 @@ def _setup_skips_without_cuda(node: cst.ClassDef, classifier: ConditionClassifie
         if not isinstance(statement, cst.FunctionDef) or statement.name.value not in _SETUP_METHODS:
             continue
         for inner in statement.body.body:
-            if isinstance(inner, cst.If) and suite_exits(inner.body):
-                if classifier.classify(inner.test) in (Polarity.UNAVAILABLE, Polarity.CHOICE):
-                    return True
+            exits = isinstance(inner, cst.If) and suite_exits(inner.body)
+            if exits and classifier.classify(inner.test) in (Polarity.UNAVAILABLE, Polarity.CHOICE):
+                return True
     return False
 
 
@@ -261,9 +263,9 @@ class GuardTracker:
                 self._guard_rest_of_block()
         elif isinstance(node, cst.Assign):
             self.classifier.record_assignment([t.target for t in node.targets], node.value)
-            if any(dotted_name(t.target) == "pytestmark" for t in node.targets):
-                if self.classifier.mentions_device(node.value):
-                    self._guard_rest_of_block()
+            marks = any(dotted_name(t.target) == "pytestmark" for t in node.targets)
+            if marks and self.classifier.mentions_device(node.value):
+                self._guard_rest_of_block()
         elif isinstance(node, cst.AnnAssign) and node.value is not None:
             self.classifier.record_assignment([node.target], node.value)
 
@@ -297,7 +299,7 @@ class GuardTracker:
         return False
 
     def _class_is_gpu_only(self, node: cst.ClassDef) -> bool:
-        """Decorated or named for the GPU, skipping in ``setUp``, or derived from such a class here."""
+        """Decorated or named for the GPU, skipping in ``setUp``, or derived from such a class."""
         if _is_gpu_only_definition(node, self.classifier):
             return True
         if _setup_skips_without_cuda(node, self.classifier):

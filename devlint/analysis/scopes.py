@@ -109,7 +109,7 @@ class ScopeTracker:
         return innermost.bindings.get(dotted) or outermost.bindings.get(dotted)
 
     def is_subclass_of(self, class_name: str, qualified_bases: frozenset[str]) -> bool:
-        """Whether a class defined in this file derives, directly or through others here, from one of the bases."""
+        """Whether a class of this file derives from one of the bases (directly or not)."""
         seen: set[str] = set()
         pending = [class_name]
         while pending:

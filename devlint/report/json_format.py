@@ -10,8 +10,6 @@ from devlint.diagnostics import Finding
 from devlint.report import ReportOptions, RunSummary
 
 
-
-
 def finding_to_json(finding: Finding) -> dict[str, Any]:
     return {
         "cell": None,

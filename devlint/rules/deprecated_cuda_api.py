@@ -1,8 +1,8 @@
 from __future__ import annotations
 
-import libcst as cst
-
 from typing import TYPE_CHECKING
+
+import libcst as cst
 
 from devlint.analysis.names import dotted_name
 from devlint.rules.base import Invalid, Rule

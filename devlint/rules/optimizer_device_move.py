@@ -94,7 +94,9 @@ class OptimizerDeviceMove(Rule):
             5,
             1,
         ),
-        Invalid("from transformers import AdamW\noptimizer = AdamW(params)\noptimizer.cuda()", 3, 1),
+        Invalid(
+            "from transformers import AdamW\noptimizer = AdamW(params)\noptimizer.cuda()", 3, 1
+        ),
         Invalid("def f(optimizer: torch.optim.Optimizer):\n    optimizer.cpu()", 2, 5),
     )
 

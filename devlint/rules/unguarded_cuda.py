@@ -66,7 +66,8 @@ class UnguardedCuda(Rule):
         'if device.type == "cuda":\n    x = x.to("cuda")',
         "if x.is_cuda:\n    y = y.cuda()",
         "if not self.cfg.common.cpu:\n    model.cuda()",
-        "import torch\ndef f(x):\n    if not torch.cuda.is_available():\n        return x\n    return x.cuda()",
+        "import torch\ndef f(x):\n"
+        "    if not torch.cuda.is_available():\n        return x\n    return x.cuda()",
         "import sys, torch\nif not torch.cuda.is_available():\n    sys.exit(1)\nmodel.cuda()",
         "import pytest, torch\n"
         "def test_it():\n    if not torch.cuda.is_available():\n        pytest.skip('gpu')\n"
@@ -98,7 +99,8 @@ class UnguardedCuda(Rule):
         "import torch\n"
         "class Trainer:\n"
         "    def __init__(self):\n        self.use_cuda = torch.cuda.is_available()\n"
-        "    def step(self, x):\n        if self.use_cuda:\n            x = x.cuda()\n        return x",
+        "    def step(self, x):\n"
+        "        if self.use_cuda:\n            x = x.cuda()\n        return x",
         "x = torch.zeros(3, device=device)",
         "x = x.to(args.device)",
         "x = x.to('cpu')",

@@ -1,0 +1,138 @@
+"""The abstract values of the device-flow analysis: what a name holds, and where it lives."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import Optional
+
+import libcst as cst
+
+
+class Where(enum.Enum):
+    CPU = "cpu"
+    DEVICE = "device"  # moved with .to(D)/.cuda(), or created with device=D
+    INPUT = "input"  # inside forward(): wherever the module's inputs are
+    UNKNOWN = "unknown"
+
+
+class Kind(enum.Enum):
+    TENSOR = "tensor"
+    MODULE = "module"  # an nn.Module: its .to() works in place
+    LOADER = "loader"  # iterating it yields batches on the CPU
+    BATCH = "batch"  # a container of tensors (a DataLoader batch, a dict of moved tensors)
+    DEVICE_OBJECT = "device object"  # a torch.device or device string
+    SCALAR = "scalar"  # a Python number
+    SEQUENCE = "sequence"  # a tuple or list, with its elements when known
+    CALLABLE = "callable"  # a function or class defined in the file
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a value lives, and the evidence for it (cited in messages with its line)."""
+
+    where: Where
+    device: str = ""  # how the device is written, for DEVICE
+    evidence: str = ""  # "from the DataLoader", "moved to `device`"
+    origin: Optional[cst.CSTNode] = None  # the node the evidence points at
+
+    def same_place(self, other: Placement) -> bool:
+        return self.where is other.where and self.device == other.device
+
+
+UNKNOWN_PLACE = Placement(Where.UNKNOWN)
+
+
+@dataclass(frozen=True)
+class Value:
+    kind: Kind
+    placement: Placement = UNKNOWN_PLACE
+    # A Python number or a 0-dim tensor: a CPU one mixes legally with tensors on any device.
+    scalar: bool = False
+    # For modules: activations, dropout and losses without weights hold no tensors.
+    has_parameters: bool = True
+    is_loss: bool = False
+    cpu_weight: Optional[Value] = None  # a loss built with weight= on the CPU
+    elements: tuple[Value, ...] = ()  # for sequences of known length
+    item: Optional[Value] = None  # what iterating it yields, when known
+
+    @property
+    def where(self) -> Where:
+        return self.placement.where
+
+    def placed(self, placement: Placement) -> Value:
+        return replace(self, placement=placement)
+
+    def is_cpu_tensor(self) -> bool:
+        """Definitely a non-scalar tensor on the CPU: it cannot mix with a tensor elsewhere."""
+        return self.kind is Kind.TENSOR and self.where is Where.CPU and not self.scalar
+
+    def is_on_device(self) -> bool:
+        return self.where is Where.DEVICE and self.kind in (Kind.TENSOR, Kind.BATCH, Kind.UNKNOWN)
+
+
+UNKNOWN = Value(Kind.UNKNOWN)
+SCALAR = Value(Kind.SCALAR, scalar=True)
+
+
+def join(first: Value, second: Value) -> Value:
+    """The value after two paths meet: kept where both agree, unknown where they differ."""
+    if first is second:
+        return first
+    kind = first.kind if first.kind is second.kind else Kind.UNKNOWN
+    if not first.placement.same_place(second.placement):
+        return Value(kind, scalar=first.scalar and second.scalar)
+    if (
+        kind is first.kind
+        and first.scalar == second.scalar
+        and first.cpu_weight == second.cpu_weight
+    ):
+        return first
+    return Value(kind, first.placement, scalar=first.scalar and second.scalar)
+
+
+def join_all(values: Iterable[Value]) -> Value:
+    result: Optional[Value] = None
+    for value in values:
+        result = value if result is None else join(result, value)
+    return result if result is not None else UNKNOWN
+
+
+def combine(operands: Iterable[Value]) -> Value:
+    """The result of an elementwise operation: on the device of its non-scalar tensor operands.
+
+    Any operand of unknown placement makes the result unknown: precision first.
+    """
+    placements: list[Placement] = []
+    scalar = True
+    for operand in operands:
+        if operand.kind is Kind.SCALAR:
+            continue
+        if operand.where is Where.UNKNOWN:
+            return UNKNOWN
+        if operand.where is Where.CPU and operand.scalar:
+            continue
+        placements.append(operand.placement)
+        scalar = scalar and operand.scalar
+    if not placements:
+        return UNKNOWN
+    first = placements[0]
+    if any(not first.same_place(other) for other in placements[1:]):
+        return UNKNOWN  # a device mismatch: reported where it happens, not downstream
+    return Value(Kind.TENSOR, first, scalar=scalar)
+
+
+def mismatch(operands: Iterable[Value]) -> Optional[tuple[Value, Value]]:
+    """A tensor on a device and a non-scalar tensor on the CPU among the operands, if any."""
+    on_device: Optional[Value] = None
+    on_cpu: Optional[Value] = None
+    for operand in operands:
+        if operand.is_on_device() and on_device is None:
+            on_device = operand
+        elif operand.is_cpu_tensor() and on_cpu is None:
+            on_cpu = operand
+    if on_device is not None and on_cpu is not None:
+        return on_device, on_cpu
+    return None

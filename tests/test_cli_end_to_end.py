@@ -1,0 +1,317 @@
+"""The real command line, in a subprocess, over the bundled tutorial fixtures."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from devlint.rules import ALL_RULES
+from tests.helpers import FIXTURES, codes_of, findings_of, run_cli, write
+
+# What a reader of each tutorial should see: (line, column, code, a fragment naming the construct).
+RENAMED = "`torch.cuda.{}` is deprecated: renamed `torch.cuda.{}`"
+EXPECTED: dict[str, list[tuple[int, int, str, str]]] = {
+    "broken_syntax.py": [(6, 10, "DEV000", "syntax error: '(' was never closed")],
+    "device_selection.py": [],
+    "gpu_chapter.py": [(7, 5, "DEV001", "`x.cuda(0)`"), (22, 1, "DEV001", "`net.cuda()`")],
+    "guarded_use_gpu.py": [],
+    "memory_monitoring.py": [
+        (8, 14, "DEV002", RENAMED.format("memory_cached", "memory_reserved")),
+        (9, 12, "DEV002", RENAMED.format("max_memory_cached", "max_memory_reserved")),
+    ],
+    "suppressed.py": [],
+    "training_guide.py": [
+        (11, 13, "DEV003", "`optimizer` is a torch.optim optimizer, which has no `.to()`"),
+        (13, 14, "DEV008", '`torch.load("checkpoint.pt")` has no `map_location`'),
+    ],
+}
+ALL_FINDINGS = sorted(
+    (f"fixtures/{name}", row, col, code)
+    for name, expected in EXPECTED.items()
+    for row, col, code, _ in expected
+)
+SUMMARY = "Found 7 problems in 4 files (7 files checked)."
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    """A copy of the fixtures in a project of its own, so the repository's settings stay out."""
+    shutil.copytree(FIXTURES, tmp_path / "fixtures")
+    (tmp_path / "pyproject.toml").write_text("[tool.devlint]\n", encoding="utf-8")
+    return tmp_path
+
+
+def test_the_fixtures_are_exactly_the_expected_ones() -> None:
+    assert sorted(path.name for path in FIXTURES.glob("*.py")) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_each_fixture_reports_what_its_reader_should_see(work: Path, name: str) -> None:
+    result = run_cli(f"fixtures/{name}", cwd=work)
+    lines = result.stdout.splitlines()
+    expected = EXPECTED[name]
+    assert len(lines) == len(expected) + 1, result.stdout
+    for line, (row, col, code, fragment) in zip(lines, expected):
+        assert line.startswith(f"fixtures/{name}:{row}:{col}: {code} "), line
+        assert fragment in line
+    if expected:
+        plural = "s" if len(expected) > 1 else ""
+        assert lines[-1] == f"Found {len(expected)} problem{plural} in 1 file (1 file checked)."
+        assert result.returncode == 1
+    else:
+        assert lines[-1] == "All checks passed! (1 file checked)"
+        assert result.returncode == 0
+    assert result.stderr == ""
+
+
+def test_device_moves_suggest_the_guarded_device_idiom(work: Path) -> None:
+    result = run_cli("fixtures/gpu_chapter.py", cwd=work)
+    for line in result.stdout.splitlines()[:2]:
+        assert 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")' in line
+
+
+def test_the_suppressed_fixture_has_findings_under_its_noqa_comments(work: Path) -> None:
+    source = (work / "fixtures/suppressed.py").read_text(encoding="utf-8")
+    (work / "unsuppressed.py").write_text(re.sub(r"  # noqa.*", "", source), encoding="utf-8")
+    result = run_cli("unsuppressed.py", cwd=work)
+    assert [(r, c, code) for _, r, c, code in findings_of(result.stdout)] == [
+        (5, 9, "DEV001"), (6, 9, "DEV001"), (10, 5, "DEV001"), (12, 7, "DEV002"),
+    ]  # fmt: skip
+
+
+def test_whole_folder(work: Path) -> None:
+    result = run_cli("fixtures", cwd=work)
+    assert findings_of(result.stdout) == ALL_FINDINGS
+    assert result.stdout.splitlines()[-1] == SUMMARY
+    assert result.returncode == 1
+
+
+def test_check_subcommand_and_default_path_are_the_same_run(work: Path) -> None:
+    implicit = run_cli("fixtures", cwd=work)
+    assert run_cli("check", "fixtures", cwd=work).stdout == implicit.stdout
+    assert run_cli(cwd=work).stdout == implicit.stdout  # no path: the current folder
+
+
+def test_exit_zero(work: Path) -> None:
+    result = run_cli("--exit-zero", "fixtures", cwd=work)
+    assert result.returncode == 0
+    assert findings_of(result.stdout) == ALL_FINDINGS
+
+
+def test_quiet_prints_findings_only(work: Path) -> None:
+    result = run_cli("--quiet", "fixtures", cwd=work)
+    assert findings_of(result.stdout) == ALL_FINDINGS
+    assert len(result.stdout.splitlines()) == len(ALL_FINDINGS)
+    assert result.returncode == 1
+    clean = run_cli("-q", "fixtures/device_selection.py", cwd=work)
+    assert (clean.stdout, clean.returncode) == ("", 0)
+
+
+def test_statistics(work: Path) -> None:
+    result = run_cli("--statistics", "fixtures", cwd=work)
+    lines = result.stdout.splitlines()
+    assert lines[len(ALL_FINDINGS) :] == [
+        "2\tDEV001\tunguarded-cuda",
+        "2\tDEV002\tdeprecated-cuda-api",
+        "1\tDEV000\tparse-error",
+        "1\tDEV003\toptimizer-device-move",
+        "1\tDEV008\tload-without-map-location",
+        SUMMARY,
+    ]
+
+
+@pytest.mark.parametrize(
+    ("flags", "codes"),
+    [
+        ((), {"DEV000", "DEV001", "DEV002", "DEV003", "DEV008"}),
+        (("--select", "DEV001"), {"DEV000", "DEV001"}),  # a parse error is never passed silently
+        (("--select", "dev002", "--extend-select", "DEV008"), {"DEV000", "DEV002", "DEV008"}),
+        (("--select", "DEV002", "--select", "DEV003"), {"DEV000", "DEV002", "DEV003"}),
+        (("--select", "DEV002,DEV003"), {"DEV000", "DEV002", "DEV003"}),
+        (("--select", "DEV00", "--ignore", "DEV001"), {"DEV000", "DEV002", "DEV003", "DEV008"}),
+        (("--ignore", "DEV001,DEV002"), {"DEV000", "DEV003", "DEV008"}),
+        (("--ignore", "DEV000"), {"DEV001", "DEV002", "DEV003", "DEV008"}),
+        (("--select", "ALL", "--ignore", "DEV00"), set()),
+        (("--select", "DEV008", "--ignore", "DEV000"), {"DEV008"}),
+    ],
+)
+def test_rule_selection_flags(work: Path, flags: tuple[str, ...], codes: set[str]) -> None:
+    result = run_cli(*flags, "fixtures", cwd=work)
+    assert codes_of(result.stdout) == codes
+    assert result.returncode == (1 if codes else 0)
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (("--select", "DEV999", "fixtures"), "'DEV999'"),
+        (("--ignore", "XYZ", "fixtures"), "'XYZ'"),
+        (("--extend-select", "DEV1", "fixtures"), "'DEV1'"),
+        (("fixtures/no_such_file.py",), "fixtures/no_such_file.py"),
+        (("--config", "missing.toml", "fixtures"), "missing.toml"),
+    ],
+)
+def test_usage_errors_exit_2_naming_the_culprit(
+    work: Path, args: tuple[str, ...], named: str
+) -> None:
+    result = run_cli(*args, cwd=work)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.startswith("devlint: error: ") and named in result.stderr
+
+
+def test_config_errors_exit_2(work: Path) -> None:
+    (work / "pyproject.toml").write_text("[tool.devlint]\nselekt = ['DEV001']\n", encoding="utf-8")
+    result = run_cli("fixtures", cwd=work)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert "unknown key `selekt`" in result.stderr
+    (work / "pyproject.toml").write_text("[tool.devlint\n", encoding="utf-8")
+    result = run_cli("fixtures", cwd=work)
+    assert result.returncode == 2 and "invalid TOML" in result.stderr
+
+
+def test_json_follows_ruffs_schema(work: Path) -> None:
+    result = run_cli("--format", "json", "fixtures", cwd=work)
+    assert result.returncode == 1
+    findings = json.loads(result.stdout)
+    keys = {"code", "name", "message", "filename", "location", "end_location", "fix", "url"}
+    assert all(keys | {"noqa_row"} <= set(finding) for finding in findings)
+    actual = [
+        (Path(f["filename"]).resolve(), f["location"]["row"], f["location"]["column"], f["code"])
+        for f in findings
+    ]
+    assert actual == [
+        ((work / path).resolve(), row, col, code) for path, row, col, code in ALL_FINDINGS
+    ]
+    for finding in findings:
+        assert Path(finding["filename"]).is_absolute()
+        assert finding["fix"] is None
+        assert finding["noqa_row"] == finding["location"]["row"]  # all one-line statements
+        assert finding["end_location"]["row"] >= finding["location"]["row"] >= 1
+    gpu = [f for f in findings if f["filename"].endswith("gpu_chapter.py")]
+    assert gpu[0]["end_location"] == {"row": 7, "column": 14}  # just past `x.cuda(0)`
+    assert gpu[0]["name"] == "unguarded-cuda" and "`x.cuda(0)`" in gpu[0]["message"]
+
+
+def test_json_noqa_row_is_the_last_line_of_the_statement(tmp_path: Path) -> None:
+    write(tmp_path, {"multi.py": "x = build(\n    y.cuda(),\n    z,\n)\n"})
+    [finding] = json.loads(run_cli("--format", "json", "multi.py", cwd=tmp_path).stdout)
+    assert (finding["location"]["row"], finding["noqa_row"]) == (2, 4)
+
+
+def test_json_clean_run_is_an_empty_list(work: Path) -> None:
+    result = run_cli("--format", "json", "fixtures/device_selection.py", cwd=work)
+    assert (json.loads(result.stdout), result.returncode) == ([], 0)
+
+
+def test_github_annotations(work: Path) -> None:
+    result = run_cli("--format", "github", "fixtures/gpu_chapter.py", cwd=work)
+    lines = result.stdout.splitlines()
+    assert len(lines) == 2
+    assert lines[0].startswith(
+        "::error file=fixtures/gpu_chapter.py,line=7,col=5,endLine=7,endColumn=14,"
+        "title=DEV001::DEV001 `x.cuda(0)` fails on a machine without CUDA"
+    )
+    assert lines[1].startswith("::error file=fixtures/gpu_chapter.py,line=22,col=1,")
+    assert result.returncode == 1
+
+
+def test_stdin_with_stdin_filename(work: Path) -> None:
+    source = (work / "fixtures/gpu_chapter.py").read_text(encoding="utf-8")
+    result = run_cli("-", "--stdin-filename", "src/chapter.py", cwd=work, stdin=source)
+    assert findings_of(result.stdout) == [
+        ("src/chapter.py", 7, 5, "DEV001"), ("src/chapter.py", 22, 1, "DEV001"),
+    ]  # fmt: skip
+    assert result.stdout.splitlines()[-1] == "Found 2 problems in 1 file (1 file checked)."
+    assert result.returncode == 1
+    anonymous = run_cli("-", cwd=work, stdin=source)
+    assert findings_of(anonymous.stdout)[0] == ("-", 7, 5, "DEV001")
+    as_json = json.loads(run_cli("--format", "json", "-", "--stdin-filename", "a.py", cwd=work,
+                                 stdin=source).stdout)  # fmt: skip
+    assert Path(as_json[0]["filename"]).resolve() == (work / "a.py").resolve()
+
+
+def test_stdin_honours_the_settings_of_its_filename(work: Path) -> None:
+    write(work, {"pyproject.toml": """
+        [tool.devlint]
+        extend-exclude = ["generated"]
+        per-file-ignores = { "tests/*" = ["DEV001"] }
+    """})  # fmt: skip
+    bug = "import torch\nx = x.cuda()\n"
+    assert run_cli("-", "--stdin-filename", "tests/t.py", cwd=work, stdin=bug).returncode == 0
+    assert run_cli("-", "--stdin-filename", "src/t.py", cwd=work, stdin=bug).returncode == 1
+    named = run_cli("-", "--stdin-filename", "generated/t.py", cwd=work, stdin=bug)
+    assert named.returncode == 1
+    forced = run_cli(
+        "--force-exclude", "-", "--stdin-filename", "generated/t.py", cwd=work, stdin=bug
+    )
+    assert (forced.returncode, forced.stdout) == (0, "All checks passed! (0 files checked)\n")
+
+
+def test_config_file_option(work: Path) -> None:
+    write(work, {"settings/devlint.toml": 'select = ["DEV003"]\n',
+                 "settings/pyproject.toml": '[tool.devlint]\nignore = ["DEV001", "DEV000"]\n',
+                 "settings/empty.toml": "[tool.other]\nx = 1\n"})  # fmt: skip
+    result = run_cli("--config", "settings/devlint.toml", "fixtures", cwd=work)
+    assert codes_of(result.stdout) == {"DEV000", "DEV003"}
+    result = run_cli("--config", "settings/pyproject.toml", "fixtures", cwd=work)
+    assert codes_of(result.stdout) == {"DEV002", "DEV003", "DEV008"}
+    result = run_cli("--config", "settings/empty.toml", "fixtures", cwd=work)
+    assert result.returncode == 2 and "settings/empty.toml" in result.stderr
+
+
+def test_force_exclude_applies_excludes_to_named_paths(work: Path) -> None:
+    write(work, {"pyproject.toml": '[tool.devlint]\nextend-exclude = ["fixtures/gpu_*.py"]\n'})
+    assert codes_of(run_cli("fixtures/gpu_chapter.py", cwd=work).stdout) == {"DEV001"}
+    forced = run_cli("--force-exclude", "fixtures/gpu_chapter.py", cwd=work)
+    assert (forced.returncode, forced.stdout) == (0, "All checks passed! (0 files checked)\n")
+    folder = run_cli("fixtures", cwd=work)  # excluded while walking a folder, without the flag
+    assert "gpu_chapter" not in folder.stdout and "(6 files checked)" in folder.stdout
+
+
+def test_version(work: Path) -> None:
+    result = run_cli("--version", cwd=work)
+    assert result.returncode == 0 and re.search(r"devlint, version \d+\.\d+\.\d+", result.stdout)
+
+
+def test_explain(work: Path) -> None:
+    result = run_cli("explain", "DEV001", cwd=work)
+    assert result.returncode == 0
+    assert result.stdout.startswith("# DEV001 (unguarded-cuda)\n")
+    for section in ("## What it does", "## Why is this bad?", "## Example", "## Use instead",
+                    "## Fix safety"):  # fmt: skip
+        assert f"\n{section}\n" in result.stdout
+    assert run_cli("explain", "dev008", cwd=work).stdout.startswith(
+        "# DEV008 (load-without-map-location)"
+    )
+
+
+def test_explain_unknown_code(work: Path) -> None:
+    result = run_cli("explain", "NOPE", cwd=work)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert "NOPE" in result.stderr
+
+
+def test_rules_lists_every_code(work: Path) -> None:
+    result = run_cli("rules", cwd=work)
+    assert result.returncode == 0
+    listed = [line.split()[:2] for line in result.stdout.splitlines()[1:]]
+    assert listed == [[rule.code, rule.name] for rule in ALL_RULES]
+
+
+def test_overlapping_paths_lint_each_file_once(work: Path) -> None:
+    # BUG (devlint/discovery.py iter_python_files): overlapping paths lint a file once per mention.
+    result = run_cli("fixtures/gpu_chapter.py", "fixtures", cwd=work)
+    assert findings_of(result.stdout) == ALL_FINDINGS
+    assert result.stdout.splitlines()[-1] == SUMMARY
+
+
+def test_message_quotes_the_call_without_its_parentheses(tmp_path: Path) -> None:
+    # BUG (devlint/context.py source_of): parentheses around a call end up in the message.
+    write(tmp_path, {"paren.py": "y = (x.cuda())\n"})
+    [line] = run_cli("-q", "paren.py", cwd=tmp_path).stdout.splitlines()
+    assert line.startswith("paren.py:1:6: DEV001 `x.cuda()` fails")
