@@ -7,6 +7,7 @@ from typing import Optional
 
 import libcst as cst
 
+from devlint.analysis.flow import DeviceFlow
 from devlint.analysis.guards import ConditionClassifier, GuardTracker
 from devlint.analysis.names import ImportMap
 from devlint.analysis.scopes import ScopeTracker
@@ -21,6 +22,8 @@ class RawFinding:
     node: cst.CSTNode
     message: str
     statement: Optional[cst.CSTNode]
+    # Nodes whose lines the message cites: "{line0}" in the message is the first one's line.
+    cited: tuple[cst.CSTNode, ...] = ()
 
 
 # The node types any tracker reacts to; every other node passes through at the cost of a set lookup.
@@ -39,9 +42,11 @@ _GUARDING_TYPES = frozenset(
 class FileContext:
     """Per-file state: the module, the analysis trackers, and the findings so far."""
 
-    def __init__(self, path: str, module: cst.Module) -> None:
+    def __init__(self, path: str, module: cst.Module, source: str = "") -> None:
         self.path = path
         self.module = module
+        self.source = source
+        self._flow: Optional[DeviceFlow] = None
         self.names = ImportMap()
         self.names.add_statements(module.body)
         self.guards = GuardTracker(ConditionClassifier(self.names))
@@ -79,9 +84,23 @@ class FileContext:
         if type(node) in _GUARDING_TYPES:
             self.guards.leave_attribute(node, attribute)
 
-    def report(self, code: str, name: str, node: cst.CSTNode, message: str) -> None:
+    @property
+    def flow(self) -> DeviceFlow:
+        """The device-flow facts of the file, computed on first use (only flow rules pay)."""
+        if self._flow is None:
+            self._flow = DeviceFlow(self.module, self.names, self.source)
+        return self._flow
+
+    def report(
+        self,
+        code: str,
+        name: str,
+        node: cst.CSTNode,
+        message: str,
+        cited: tuple[cst.CSTNode, ...] = (),
+    ) -> None:
         statement = self._statements[-1] if self._statements else None
-        self.findings.append(RawFinding(code, name, node, message, statement))
+        self.findings.append(RawFinding(code, name, node, message, statement, cited))
 
     def source_of(self, node: cst.CSTNode, limit: int = 60) -> str:
         """The code of ``node`` on one line, shortened for messages."""

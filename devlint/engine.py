@@ -199,7 +199,7 @@ def lint_source(path: str, data: bytes, rules: RuleSet) -> FileResult:
         if isinstance(module, Unreadable):
             located.append((_parse_error_finding(path, module), (module.row,)))
         else:
-            located = _run_rules(path, module, rules, result.errors)
+            located = _run_rules(path, module, source, rules, result.errors)
     if located:
         suppressions = Suppressions.scan(source)
         result.findings = sorted(
@@ -229,10 +229,10 @@ def _deep_recursion() -> Iterator[None]:
 
 
 def _run_rules(
-    path: str, module: cst.Module, rules: RuleSet, errors: list[InternalError]
+    path: str, module: cst.Module, source: str, rules: RuleSet, errors: list[InternalError]
 ) -> list[tuple[Finding, tuple[int, ...]]]:
     """Findings, each with the rows where a `# noqa` comment silences it."""
-    context = FileContext(path, module)
+    context = FileContext(path, module, source)
     try:
         with _deep_recursion():
             module.visit(rules.visitor(context, errors))
@@ -250,11 +250,14 @@ def _locate(
 ) -> tuple[Finding, tuple[int, ...]]:
     where = ranges[raw.node]
     statement = ranges[raw.statement] if raw.statement is not None else where
+    message = raw.message
+    for index, cited in enumerate(raw.cited):
+        message = message.replace(f"{{line{index}}}", str(ranges[cited].start.line))
     finding = Finding(
         path=path,
         code=raw.code,
         name=raw.name,
-        message=raw.message,
+        message=message,
         start=Position(where.start.line, where.start.column + 1),
         end=Position(where.end.line, where.end.column + 1),
         noqa_row=statement.end.line,

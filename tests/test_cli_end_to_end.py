@@ -17,7 +17,11 @@ RENAMED = "`torch.cuda.{}` is deprecated: renamed `torch.cuda.{}`"
 EXPECTED: dict[str, list[tuple[int, int, str, str]]] = {
     "broken_syntax.py": [(6, 10, "DEV000", "syntax error: '(' was never closed")],
     "device_selection.py": [],
-    "gpu_chapter.py": [(7, 5, "DEV001", "`x.cuda(0)`"), (22, 1, "DEV001", "`net.cuda()`")],
+    "gpu_chapter.py": [
+        (7, 5, "DEV001", "`x.cuda(0)`"),
+        (9, 5, "DEV006", "`y` is on `cuda:0`"),
+        (22, 1, "DEV001", "`net.cuda()`"),
+    ],
     "guarded_use_gpu.py": [],
     "memory_monitoring.py": [
         (8, 14, "DEV002", RENAMED.format("memory_cached", "memory_reserved")),
@@ -34,7 +38,7 @@ ALL_FINDINGS = sorted(
     for name, expected in EXPECTED.items()
     for row, col, code, _ in expected
 )
-SUMMARY = "Found 7 problems in 4 files (7 files checked)."
+SUMMARY = "Found 8 problems in 4 files (7 files checked)."
 
 
 @pytest.fixture
@@ -70,7 +74,9 @@ def test_each_fixture_reports_what_its_reader_should_see(work: Path, name: str) 
 
 def test_device_moves_suggest_the_guarded_device_idiom(work: Path) -> None:
     result = run_cli("fixtures/gpu_chapter.py", cwd=work)
-    for line in result.stdout.splitlines()[:2]:
+    unguarded = [line for line in result.stdout.splitlines() if " DEV001 " in line]
+    assert len(unguarded) == 2
+    for line in unguarded:
         assert 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")' in line
 
 
@@ -119,6 +125,7 @@ def test_statistics(work: Path) -> None:
         "2\tDEV002\tdeprecated-cuda-api",
         "1\tDEV000\tparse-error",
         "1\tDEV003\toptimizer-device-move",
+        "1\tDEV006\tcross-device-op",
         "1\tDEV008\tload-without-map-location",
         SUMMARY,
     ]
@@ -127,14 +134,17 @@ def test_statistics(work: Path) -> None:
 @pytest.mark.parametrize(
     ("flags", "codes"),
     [
-        ((), {"DEV000", "DEV001", "DEV002", "DEV003", "DEV008"}),
+        ((), {"DEV000", "DEV001", "DEV002", "DEV003", "DEV006", "DEV008"}),
         (("--select", "DEV001"), {"DEV000", "DEV001"}),  # a parse error is never passed silently
         (("--select", "dev002", "--extend-select", "DEV008"), {"DEV000", "DEV002", "DEV008"}),
         (("--select", "DEV002", "--select", "DEV003"), {"DEV000", "DEV002", "DEV003"}),
         (("--select", "DEV002,DEV003"), {"DEV000", "DEV002", "DEV003"}),
-        (("--select", "DEV00", "--ignore", "DEV001"), {"DEV000", "DEV002", "DEV003", "DEV008"}),
-        (("--ignore", "DEV001,DEV002"), {"DEV000", "DEV003", "DEV008"}),
-        (("--ignore", "DEV000"), {"DEV001", "DEV002", "DEV003", "DEV008"}),
+        (
+            ("--select", "DEV00", "--ignore", "DEV001"),
+            {"DEV000", "DEV002", "DEV003", "DEV006", "DEV008"},
+        ),
+        (("--ignore", "DEV001,DEV002"), {"DEV000", "DEV003", "DEV006", "DEV008"}),
+        (("--ignore", "DEV000"), {"DEV001", "DEV002", "DEV003", "DEV006", "DEV008"}),
         (("--select", "ALL", "--ignore", "DEV00"), set()),
         (("--select", "DEV008", "--ignore", "DEV000"), {"DEV008"}),
     ],
@@ -211,12 +221,13 @@ def test_json_clean_run_is_an_empty_list(work: Path) -> None:
 def test_github_annotations(work: Path) -> None:
     result = run_cli("--format", "github", "fixtures/gpu_chapter.py", cwd=work)
     lines = result.stdout.splitlines()
-    assert len(lines) == 2
+    assert len(lines) == 3
     assert lines[0].startswith(
         "::error file=fixtures/gpu_chapter.py,line=7,col=5,endLine=7,endColumn=14,"
         "title=DEV001::DEV001 `x.cuda(0)` fails on a machine without CUDA"
     )
-    assert lines[1].startswith("::error file=fixtures/gpu_chapter.py,line=22,col=1,")
+    assert lines[1].startswith("::error file=fixtures/gpu_chapter.py,line=9,col=5,")
+    assert lines[2].startswith("::error file=fixtures/gpu_chapter.py,line=22,col=1,")
     assert result.returncode == 1
 
 
@@ -224,9 +235,10 @@ def test_stdin_with_stdin_filename(work: Path) -> None:
     source = (work / "fixtures/gpu_chapter.py").read_text(encoding="utf-8")
     result = run_cli("-", "--stdin-filename", "src/chapter.py", cwd=work, stdin=source)
     assert findings_of(result.stdout) == [
-        ("src/chapter.py", 7, 5, "DEV001"), ("src/chapter.py", 22, 1, "DEV001"),
+        ("src/chapter.py", 7, 5, "DEV001"), ("src/chapter.py", 9, 5, "DEV006"),
+        ("src/chapter.py", 22, 1, "DEV001"),
     ]  # fmt: skip
-    assert result.stdout.splitlines()[-1] == "Found 2 problems in 1 file (1 file checked)."
+    assert result.stdout.splitlines()[-1] == "Found 3 problems in 1 file (1 file checked)."
     assert result.returncode == 1
     anonymous = run_cli("-", cwd=work, stdin=source)
     assert findings_of(anonymous.stdout)[0] == ("-", 7, 5, "DEV001")
@@ -259,14 +271,14 @@ def test_config_file_option(work: Path) -> None:
     result = run_cli("--config", "settings/devlint.toml", "fixtures", cwd=work)
     assert codes_of(result.stdout) == {"DEV000", "DEV003"}
     result = run_cli("--config", "settings/pyproject.toml", "fixtures", cwd=work)
-    assert codes_of(result.stdout) == {"DEV002", "DEV003", "DEV008"}
+    assert codes_of(result.stdout) == {"DEV002", "DEV003", "DEV006", "DEV008"}
     result = run_cli("--config", "settings/empty.toml", "fixtures", cwd=work)
     assert result.returncode == 2 and "settings/empty.toml" in result.stderr
 
 
 def test_force_exclude_applies_excludes_to_named_paths(work: Path) -> None:
     write(work, {"pyproject.toml": '[tool.devlint]\nextend-exclude = ["fixtures/gpu_*.py"]\n'})
-    assert codes_of(run_cli("fixtures/gpu_chapter.py", cwd=work).stdout) == {"DEV001"}
+    assert codes_of(run_cli("fixtures/gpu_chapter.py", cwd=work).stdout) == {"DEV001", "DEV006"}
     forced = run_cli("--force-exclude", "fixtures/gpu_chapter.py", cwd=work)
     assert (forced.returncode, forced.stdout) == (0, "All checks passed! (0 files checked)\n")
     folder = run_cli("fixtures", cwd=work)  # excluded while walking a folder, without the flag

@@ -25,13 +25,13 @@ from devlint.analysis.calls import CallEvaluator
 from devlint.analysis.names import ImportMap, dotted_name
 from devlint.analysis.torch_api import MODULE_BASES, is_torch_nn_class, looks_like_loader
 from devlint.analysis.values import (
-    SCALAR,
     UNKNOWN,
     Kind,
     Placement,
     Value,
     Where,
     combine,
+    cpu_loader,
     join,
 )
 
@@ -91,6 +91,8 @@ class DeviceFlow(CallEvaluator):
         self.functions: dict[str, FunctionNode] = {}
         self._summaries: dict[FunctionNode, Value] = {}
         self._in_progress: set[FunctionNode] = set()
+        # What each plain class's `__init__` leaves in `self` attributes no other method changes.
+        self._class_attributes: dict[str, Env] = {}
         self._collect_definitions(module.body)
         self._run(module)
 
@@ -144,18 +146,19 @@ class DeviceFlow(CallEvaluator):
     def _analyze_class(self, name: str, facts: ClassFacts) -> None:
         module_class = self.is_module_class(name)
         attributes: Env = {}
+        for base in facts.bases:
+            attributes.update(self._class_attributes.get(base, {}))
         init = facts.methods.get("__init__")
         if init is not None:
-            init_env = self._analyze(init, Unit(init, module_class), {})
-            if not module_class:
-                reassigned = set().union(
-                    *(_assigned_names(m) for n, m in facts.methods.items() if n != "__init__")
-                )
-                attributes = {
-                    key: value
-                    for key, value in init_env.items()
-                    if key.startswith("self.") and key not in reassigned
-                }
+            init_env = self._analyze(init, Unit(init, module_class), attributes)
+            attributes = {key: value for key, value in init_env.items() if key.startswith("self.")}
+        if module_class:
+            attributes = {}  # a module's attributes move with it: unknown here, DEV009's concern
+        reassigned = set().union(
+            *(_assigned_names(m) for n, m in facts.methods.items() if n != "__init__")
+        )
+        attributes = {key: value for key, value in attributes.items() if key not in reassigned}
+        self._class_attributes[name] = attributes
         for method_name, method in facts.methods.items():
             if method_name != "__init__":
                 unit = Unit(method, module_class, forward=module_class and method_name == "forward")
@@ -179,10 +182,7 @@ class DeviceFlow(CallEvaluator):
             elif unit.forward and index > 0:
                 env[name] = Value(Kind.UNKNOWN, Placement(Where.INPUT, evidence=f"input `{name}`"))
             elif looks_like_loader(name):
-                evidence = f"from the data loader `{name}` (parameter at line {{line}})"
-                env[name] = Value(
-                    Kind.LOADER, Placement(Where.CPU, evidence=evidence, origin=param)
-                )
+                env[name] = cpu_loader(f"from the data loader `{name}`", param)
             else:
                 env[name] = UNKNOWN
         for star in (params.star_arg, params.star_kwarg):
@@ -351,9 +351,6 @@ class DeviceFlow(CallEvaluator):
             if self.recording and value is not UNKNOWN:
                 self.values[target] = value
 
-    def eval(self, node: cst.BaseExpression, env: Env, unit: Unit) -> Value:
-        raise NotImplementedError  # CallEvaluator provides it
-
 
 def _replace(env: Env, merged: Optional[Env]) -> bool:
     if merged is None:
@@ -439,6 +436,3 @@ def _assigned_names(function: FunctionNode) -> set[str]:
     visitor = _AssignedNames()
     function.body.visit(visitor)
     return visitor.names
-
-
-__all__ = ["SCALAR", "DeviceFlow", "Env", "Unit", "looks_like_loader"]

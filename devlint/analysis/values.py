@@ -77,6 +77,12 @@ UNKNOWN = Value(Kind.UNKNOWN)
 SCALAR = Value(Kind.SCALAR, scalar=True)
 
 
+def cpu_loader(evidence: str, origin: cst.CSTNode) -> Value:
+    """A data loader: iterating it yields batches on the CPU."""
+    placement = Placement(Where.CPU, evidence=evidence, origin=origin)
+    return Value(Kind.LOADER, placement, item=Value(Kind.BATCH, placement))
+
+
 def join(first: Value, second: Value) -> Value:
     """The value after two paths meet: kept where both agree, unknown where they differ."""
     if first is second:

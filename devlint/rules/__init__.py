@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 from devlint.rules.base import Invalid, Rule
+from devlint.rules.cross_device_op import CrossDeviceOp
 from devlint.rules.deprecated_cuda_api import DeprecatedCudaApi
+from devlint.rules.discarded_device_move import DiscardedDeviceMove
+from devlint.rules.hardcoded_device_ordinal import HardcodedDeviceOrdinal
 from devlint.rules.load_without_map_location import LoadWithoutMapLocation
+from devlint.rules.missing_device_move import MissingDeviceMove
+from devlint.rules.numpy_on_device_tensor import NumpyOnDeviceTensor
 from devlint.rules.optimizer_device_move import OptimizerDeviceMove
 from devlint.rules.parse_error import ParseError
+from devlint.rules.tensor_attribute_not_buffer import TensorAttributeNotBuffer
 from devlint.rules.unguarded_cuda import UnguardedCuda
 
 ALL_RULES: tuple[type[Rule], ...] = (
@@ -14,7 +20,13 @@ ALL_RULES: tuple[type[Rule], ...] = (
     UnguardedCuda,
     DeprecatedCudaApi,
     OptimizerDeviceMove,
+    DiscardedDeviceMove,
+    MissingDeviceMove,
+    CrossDeviceOp,
+    NumpyOnDeviceTensor,
     LoadWithoutMapLocation,
+    TensorAttributeNotBuffer,
+    HardcodedDeviceOrdinal,
 )
 RULES_BY_CODE: dict[str, type[Rule]] = {rule.code: rule for rule in ALL_RULES}
 

@@ -50,8 +50,9 @@ class Rule:
     def begin_file(self, context: FileContext) -> None:
         self._context = context
 
-    def report(self, node: cst.CSTNode, message: str) -> None:
-        self.context.report(self.code, self.name, node, message)
+    def report(self, node: cst.CSTNode, message: str, cited: tuple[cst.CSTNode, ...] = ()) -> None:
+        """Report ``node``; ``{line0}``, ``{line1}``... in the message become cited nodes' lines."""
+        self.context.report(self.code, self.name, node, message, cited)
 
     @classmethod
     def documentation(cls) -> str:

@@ -1,0 +1,108 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from devlint.analysis.operations import Citations, operands
+from devlint.analysis.values import mismatch
+from devlint.rules.base import Invalid, Rule
+
+
+class CrossDeviceOp(Rule):
+    """
+    ## What it does
+    Flags an operation whose tensor operands are definitely on different
+    devices: `y + x.cpu()` with `y` on CUDA, `torch.cat([a_cuda, b_cpu])`,
+    `a_cuda @ b_cpu`, `total += out` with `total` on the CPU.
+
+    ## Why is this bad?
+    PyTorch refuses to mix devices: "Expected all tensors to be on the same
+    device, but found at least two devices, cuda:0 and cpu!". The error only
+    appears on a machine with a GPU.
+
+    Python numbers and 0-dim CPU tensors (`torch.tensor(2.0)`, `x.sum()`) may
+    legally mix with tensors on any device and are never flagged; neither is an
+    operand whose device is not known.
+
+    ## Example
+    ```python
+    x = x.cuda(0)
+    y = x ** 2
+    z = y + x.cpu()
+    ```
+
+    ## Use instead
+    ```python
+    z = y + x  # or move both to the same device first
+    ```
+
+    ## Fix safety
+    No automatic fix: which side should move depends on the program.
+    """
+
+    code = "DEV006"
+    name = "cross-device-op"
+    summary = "operation mixing tensors on different devices"
+    trigger_tokens = ("torch",)
+
+    VALID = (
+        "import torch\nx = torch.zeros(3).cuda()\ny = x + 1",
+        "import torch\nx = torch.zeros(3).cuda()\ny = x * torch.tensor(2.0)",
+        "import torch\nx = torch.zeros(3).cuda()\ny = x + torch.zeros(3).cuda()",
+        "import torch\nx = torch.zeros(3).to(device)\ny = x + torch.ones(3, device=device)",
+        "import torch\nx = torch.zeros(3).cuda()\ny = x.cpu() + torch.ones(3)",
+        "import torch\nx = torch.zeros(3).cuda()\nt = x.sum()\ny = torch.ones(3) * t.cpu()",
+        "import torch\nx = torch.zeros(3).cuda()\ny = x + torch.zeros_like(x)",
+        "import torch\nx = torch.zeros(3).cuda()\ny = x + w",
+        "import torch\nx = torch.zeros(3).cuda()\nn = torch.ones(3)\ny = x + n[0]",
+        "import torch\nx = torch.ones(3)\nif cond:\n    x = x.cuda()\ny = x + torch.ones(3)",
+        "import torch\ntotal = torch.zeros(3)\ntotal += torch.ones(3)",
+    )
+    INVALID = (
+        Invalid(
+            "import torch\nx = torch.ones(3)\nx = x.cuda(0)\ny = x**2\nz = y + x.cpu()",
+            5,
+            5,
+            "`y` is on `cuda:0`",
+        ),
+        Invalid(
+            "import torch\na = torch.ones(2).cuda()\nb = torch.ones(2)\nc = torch.cat([a, b])", 4, 5
+        ),
+        Invalid("import torch\na = torch.ones(2, 2).to(device)\nb = torch.eye(2)\nc = a @ b", 4, 5),
+        Invalid(
+            "import torch\nfrom torch import nn\nmodel = nn.Linear(3, 3).to(device)\n"
+            "total = torch.zeros(3)\nout = model(torch.ones(3).to(device))\ntotal += out",
+            6,
+            1,
+            "`total` is on the CPU",
+        ),
+    )
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        self._check(node)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._check(node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self._check(node)
+
+    def _check(self, node: cst.CSTNode) -> None:
+        pairs = operands(node, self.context.flow)
+        if len(pairs) < 2:
+            return
+        found = mismatch(value for _, value in pairs)
+        if found is None:
+            return
+        on_device, on_cpu = found
+        device_node = next(part for part, value in pairs if value is on_device)
+        cpu_node = next(part for part, value in pairs if value is on_cpu)
+        citations = Citations()
+        device_evidence = citations.of(on_device.placement)
+        cpu_evidence = citations.of(on_cpu.placement)
+        self.report(
+            node,
+            f"mixes devices: `{self.context.source_of(device_node)}` is on "
+            f"`{on_device.placement.device}` ({device_evidence}) but "
+            f"`{self.context.source_of(cpu_node)}` is on the CPU ({cpu_evidence})",
+            citations.cited(),
+        )

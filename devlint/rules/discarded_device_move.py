@@ -1,0 +1,100 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from devlint.analysis.operations import Citations
+from devlint.analysis.values import Kind, Where
+from devlint.rules.base import Invalid, Rule
+
+_MOVES = frozenset({"to", "cuda", "cpu"})
+
+
+class DiscardedDeviceMove(Rule):
+    """
+    ## What it does
+    Flags `x.to(...)`, `x.cuda()` and `x.cpu()` written as a statement of their
+    own when `x` is a tensor.
+
+    ## Why is this bad?
+    `Tensor.to` returns a moved copy and leaves `x` where it was; the copy is
+    thrown away. Only `nn.Module.to` works in place. The code then runs on the
+    wrong device, or fails later with "Expected all tensors to be on the same
+    device".
+
+    The rule fires only when the receiver is known to be a tensor (a factory
+    call, a DataLoader batch, the result of tensor operations). It never fires
+    on modules (`nn.Module` subclasses, `nn.Sequential`, `resnet18()`,
+    `from_pretrained(...)`) or on objects of unknown kind.
+
+    ## Example
+    ```python
+    image = torch.as_tensor(array)
+    image.to(device)
+    ```
+
+    ## Use instead
+    ```python
+    image = torch.as_tensor(array)
+    image = image.to(device)
+    ```
+
+    ## Fix safety
+    No automatic fix yet.
+    """
+
+    code = "DEV004"
+    name = "discarded-device-move"
+    summary = "tensor device move whose result is thrown away"
+    trigger_tokens = (".to(", ".cuda(", ".cpu(")
+
+    VALID = (
+        "import torch\nx = torch.zeros(3)\nx = x.to(device)",
+        "from torch import nn\nmodel = nn.Linear(2, 2)\nmodel.to(device)",
+        "from torch import nn\nclass Net(nn.Module):\n    pass\nnet = Net()\nnet.to(device)",
+        "import torch\nseq = torch.nn.Sequential(torch.nn.ReLU())\nseq.cuda()",
+        "import torchvision\nmodel = torchvision.models.resnet18()\nmodel.to(device)",
+        "model = AutoModel.from_pretrained('bert')\nmodel.to(device)",
+        "inputs = tokenizer(text, return_tensors='pt')\ninputs.to(device)",
+        "def f(x):\n    x.to(device)",
+        "from models import Net\nnet = Net()\nnet.cuda()",
+        "import torch\nx = torch.zeros(3)\ny = x.to(device)",
+        "import torch\nx = torch.zeros(3)\nprint(x.to(device))",
+    )
+    INVALID = (
+        Invalid(
+            "import torch\nimage = torch.as_tensor(array)\nimage.to(cfg.MODEL.DEVICE)",
+            3,
+            1,
+            "`image` stays on the CPU (created on the CPU by `torch.as_tensor(...)` at line 2)",
+        ),
+        Invalid("import torch\nx = torch.randn(2).cuda()\nx.cpu()", 3, 1, "`x = x.cpu()`"),
+        Invalid(
+            "from torch.utils.data import DataLoader\nloader = DataLoader(ds)\n"
+            "for x, y in loader:\n    x.to(device)",
+            4,
+            5,
+        ),
+        Invalid("import torch\ncentroids = torch.rand(3, 4)\ncentroids.cuda()", 3, 1),
+        Invalid("import torch\nx = torch.zeros(3).float()\nx.to(torch.float16)", 3, 1),
+    )
+
+    def visit_Expr(self, node: cst.Expr) -> None:
+        call = node.value
+        if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Attribute):
+            return
+        if call.func.attr.value not in _MOVES:
+            return
+        receiver = self.context.flow.value_of(call.func.value)
+        if receiver.kind is not Kind.TENSOR:
+            return
+        name = self.context.source_of(call.func.value)
+        citations = Citations()
+        place = "the CPU" if receiver.where is Where.CPU else "where it was"
+        evidence = citations.of(receiver.placement)
+        stays = f"`{name}` stays on {place}" + (f" ({evidence})" if evidence else "")
+        self.report(
+            call,
+            f"`{self.context.source_of(call)}` returns a moved copy that is thrown away: {stays}; "
+            f"assign it: `{name} = {self.context.source_of(call)}`",
+            citations.cited(),
+        )

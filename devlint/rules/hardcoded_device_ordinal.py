@@ -1,0 +1,117 @@
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+import libcst as cst
+
+from devlint.analysis.devices import argument, string_value
+from devlint.rules.base import Invalid, Rule
+
+_ORDINAL_STRING = re.compile(r"cuda:(\d+)\Z")
+_INDEX_CALLS = frozenset({"torch.cuda.set_device", "torch.cuda.device"})
+
+
+def _ordinal(node: cst.BaseExpression) -> Optional[int]:
+    """The GPU index a literal names: `"cuda:1"` or `1`."""
+    value = string_value(node)
+    if value is not None:
+        match = _ORDINAL_STRING.match(value)
+        return int(match.group(1)) if match else None
+    if isinstance(node, cst.Integer):
+        return int(node.value, 0)
+    return None
+
+
+class HardcodedDeviceOrdinal(Rule):
+    """
+    ## What it does
+    Flags a GPU index of 1 or more written into the code: `"cuda:1"`,
+    `.cuda(1)`, `torch.device("cuda", 1)`, `device="cuda:2"`,
+    `torch.cuda.set_device(1)`, outside code guarded by a device check.
+
+    ## Why is this bad?
+    On a machine with fewer GPUs (a laptop, a single-GPU CI runner) the code
+    fails with "CUDA error: invalid device ordinal". Which GPU to use belongs to
+    the caller: a command-line argument, `LOCAL_RANK`, or `CUDA_VISIBLE_DEVICES`.
+
+    ## Example
+    ```python
+    model = model.to("cuda:1")
+    ```
+
+    ## Use instead
+    ```python
+    device = torch.device(args.device)  # e.g. --device cuda:1
+    model = model.to(device)
+    ```
+
+    ## Fix safety
+    No automatic fix: only the author knows which GPU was meant.
+    """
+
+    code = "DEV010"
+    name = "hardcoded-device-ordinal"
+    summary = "hard-coded GPU index 1 or higher"
+    trigger_tokens = ("cuda",)
+
+    VALID = (
+        "x = x.to('cuda:0')",
+        "x = x.cuda()",
+        "x = x.cuda(0)",
+        "x = x.to(f'cuda:{rank}')",
+        "x = x.cuda(args.gpu)",
+        "import torch\nif torch.cuda.device_count() > 1:\n    x = x.to('cuda:1')",
+        "name = 'cuda:1'",
+        "import torch\ntorch.cuda.set_device(local_rank)",
+    )
+    INVALID = (
+        Invalid("x = x.to('cuda:1')", 1, 10, '`"cuda:1"`'),
+        Invalid("x = x.cuda(1)", 1, 12),
+        Invalid("import torch\nd = torch.device('cuda', 1)", 2, 26),
+        Invalid("import torch\nd = torch.device('cuda:2')", 2, 18),
+        Invalid("import torch\nx = torch.zeros(3, device='cuda:3')", 2, 27),
+        Invalid("import torch\ntorch.cuda.set_device(1)", 2, 23),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.context.guards.guarded:
+            return
+        for literal in self._ordinal_literals(node):
+            ordinal = _ordinal(literal)
+            if ordinal is not None and ordinal >= 1:
+                self.report(
+                    literal,
+                    f'`"cuda:{ordinal}"` hard-codes GPU {ordinal}: on a machine with fewer GPUs '
+                    'this fails with "invalid device ordinal"; take the device from the caller '
+                    "(an argument, `LOCAL_RANK`, or `CUDA_VISIBLE_DEVICES`)",
+                )
+
+    def _ordinal_literals(self, node: cst.Call) -> list[cst.BaseExpression]:
+        literals: list[cst.BaseExpression] = []
+        func = node.func
+        qualified = self.context.names.qualified_name(func)
+        if (
+            isinstance(func, cst.Attribute)
+            and qualified is None
+            and func.attr.value in ("to", "cuda")
+        ):
+            target = argument(node, 0, "device")
+            if target is not None:
+                literals.append(target.value)
+        elif qualified == "torch.device":
+            first, index = argument(node, 0, "type"), argument(node, 1, "index")
+            if first is not None and index is not None:
+                literals.append(index.value)
+            elif first is not None:
+                literals.append(first.value)
+        elif qualified in _INDEX_CALLS:
+            target = argument(node, 0, "device")
+            if target is not None:
+                literals.append(target.value)
+        literals.extend(
+            arg.value
+            for arg in node.args
+            if arg.keyword is not None and arg.keyword.value == "device" and string_value(arg.value)
+        )
+        return literals

@@ -1,0 +1,238 @@
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from devlint.analysis.names import dotted_name
+from devlint.analysis.operations import Citations, first_cpu_operand, operands
+from devlint.analysis.torch_api import FUNCTIONAL_LOSSES, looks_like_loss
+from devlint.analysis.values import Kind, Value, Where, mismatch
+from devlint.rules.base import Invalid, Rule
+
+
+class MissingDeviceMove(Rule):
+    """
+    ## What it does
+    Flags a CPU tensor reaching something on another device: the input of a
+    module moved to a device; the labels or targets of a loss whose other
+    argument is on a device; a loss built with a CPU `weight` while its inputs
+    are on a device; a tensor created inside `forward` without `device=` and
+    combined with the module's input.
+
+    ## Why is this bad?
+    The forgotten `.to(device)`: the script runs on the author's CPU, then fails
+    on the first GPU run with "Expected all tensors to be on the same device" or
+    "Input type (torch.FloatTensor) and weight type (torch.cuda.FloatTensor)
+    should be the same".
+
+    The rule follows each tensor from where it is made (a factory without
+    `device=`, a `DataLoader`, `torch.load(..., map_location="cpu")`, `.cpu()`)
+    through assignments, unpacking, loops and branches, and reports only when
+    the CPU placement is certain on the path to the use.
+
+    ## Example
+    ```python
+    model = Net().to(device)
+    for images, labels in loader:
+        images = images.to(device)
+        loss = criterion(model(images), labels)
+    ```
+
+    ## Use instead
+    ```python
+    model = Net().to(device)
+    for images, labels in loader:
+        images, labels = images.to(device), labels.to(device)
+        loss = criterion(model(images), labels)
+    ```
+
+    ## Fix safety
+    No automatic fix yet.
+    """
+
+    code = "DEV005"
+    name = "missing-device-move"
+    summary = "CPU tensor reaching a module, loss or input on another device"
+    trigger_tokens = ("torch",)
+
+    VALID = (
+        "import torch\nfrom torch import nn\nmodel = nn.Linear(3, 2).to(device)\n"
+        "x = torch.randn(4, 3).to(device)\nout = model(x)",
+        "import torch\nfrom torch import nn\nmodel = nn.Linear(3, 2)\nout = model(torch.randn(4, 3))",
+        "import torch\nfrom torch import nn\nmodel = nn.Linear(3, 2).to(device)\n"
+        "out = model(torch.randn(4, 3, device=device))",
+        "import torch\nfrom torch import nn\nmodel = nn.Linear(3, 2)\nmodel.to(device)\n"
+        "x = torch.randn(4, 3)\nx = x.to(device)\nout = model(x)",
+        "import torch\nfrom torch import nn\nfrom torch.utils.data import DataLoader\n"
+        "model = nn.Linear(3, 2).to(device)\ncriterion = nn.CrossEntropyLoss()\n"
+        "for x, y in DataLoader(ds):\n    x, y = x.to(device), y.to(device)\n"
+        "    loss = criterion(model(x), y)",
+        "import torch\nfrom torch import nn\nmodel = nn.DataParallel(nn.Linear(3, 2).cuda())\n"
+        "out = model(torch.randn(4, 3))",
+        "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
+        "    def forward(self, x):\n        return x + torch.zeros_like(x)",
+        "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
+        "    def forward(self, x):\n        mask = torch.ones(3, device=x.device)\n        return x * mask",
+        "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
+        "    def forward(self, x):\n        return x * torch.tensor(0.5)",
+        "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
+        "    def forward(self, x):\n        pos = torch.arange(10).to(x.device)\n        return x + pos",
+        "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
+        "    def forward(self, x):\n        return x + x.new_zeros(3)",
+        "import torch\nfrom torch import nn\nmodel = nn.Linear(3, 2).to(device)\n"
+        "if use_gpu:\n    x = torch.randn(4, 3).to(device)\nelse:\n    x = torch.randn(4, 3)\n"
+        "out = model(x)",
+        "import torch\nfrom torch import nn\nw = torch.ones(2)\n"
+        "criterion = nn.CrossEntropyLoss(weight=w).to(device)\n"
+        "out = nn.Linear(3, 2).to(device)(torch.randn(4, 3).to(device))\nloss = criterion(out, y)",
+    )
+    INVALID = (
+        Invalid(
+            "import torch\nfrom torch import nn\nfrom torch.utils.data import DataLoader\n"
+            "model = nn.Linear(3, 2)\nmodel.to(device)\nloader = DataLoader(ds)\n"
+            "for x, y in loader:\n    out = model(x)",
+            8,
+            17,
+            "`x` is on the CPU (from the DataLoader at line 6) but `model` was moved to "
+            "`device` at line 5",
+        ),
+        Invalid(
+            "import torch\nfrom torch import nn\nfrom torch.utils.data import DataLoader\n"
+            "model = nn.Linear(3, 2).to(device)\ncriterion = nn.CrossEntropyLoss()\n"
+            "for x, labels in DataLoader(ds):\n    x = x.to(device)\n"
+            "    loss = criterion(model(x), labels)",
+            8,
+            32,
+            "`labels` is on the CPU (from the DataLoader at line 6) but `model(x)` is on `device`",
+        ),
+        Invalid(
+            "import torch\nfrom torch import nn\nw = torch.tensor([1.0, 2.0])\n"
+            "criterion = nn.CrossEntropyLoss(weight=w)\nmodel = nn.Linear(3, 2).to(device)\n"
+            "out = model(torch.randn(4, 3).to(device))\nloss = criterion(out, y)",
+            7,
+            8,
+            "holds a `weight` on the CPU",
+        ),
+        Invalid(
+            "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
+            "    def forward(self, x):\n        mask = torch.ones(x.shape)\n        return x * mask",
+            6,
+            20,
+            "inside `forward`",
+        ),
+        Invalid(
+            "import torch\nimport torch.nn.functional as F\n"
+            "def train(model, loader, device):\n    model.to(device)\n"
+            "    for data, target in loader:\n        data = data.to(device)\n"
+            "        loss = F.nll_loss(model(data), target)",
+            7,
+            40,
+        ),
+        Invalid(
+            "import torch\nfrom torch import nn\nclass Trainer:\n"
+            "    def __init__(self, loader):\n        self.model = nn.Linear(3, 2).cuda()\n"
+            "        self.loader = loader\n"
+            "    def run(self):\n        for x, y in self.loader:\n            self.model(x)",
+            9,
+            24,
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        flow = self.context.flow
+        callee = flow.value_of(node.func)
+        arguments = [(arg.value, flow.value_of(arg.value)) for arg in node.args]
+        if callee.is_loss and callee.cpu_weight is not None and callee.where is Where.CPU:
+            self._check_loss_weight(node, callee, arguments)
+        elif self._is_loss(node, callee):
+            self._check_loss(arguments)
+        elif callee.where is Where.DEVICE and callee.kind in (Kind.MODULE, Kind.UNKNOWN):
+            self._check_module_input(node, callee, arguments)
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        self._check_forward_operation(node)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._check_forward_operation(node)
+
+    def _is_loss(self, node: cst.Call, callee: Value) -> bool:
+        if callee.is_loss:
+            return True
+        if self.context.names.qualified_name(node.func) in FUNCTIONAL_LOSSES:
+            return True
+        name = dotted_name(node.func)
+        return name is not None and looks_like_loss(name)
+
+    def _check_module_input(
+        self, node: cst.Call, module: Value, arguments: list[tuple[cst.BaseExpression, Value]]
+    ) -> None:
+        found = first_cpu_operand(arguments)
+        if found is None:
+            return
+        argument, value = found
+        citations = Citations()
+        cpu_evidence = citations.of(value.placement)
+        module_evidence = citations.of(module.placement)
+        self.report(
+            argument,
+            f"`{self.context.source_of(argument)}` is on the CPU ({cpu_evidence}) but "
+            f"`{self.context.source_of(node.func)}` was {module_evidence}: move the input with "
+            f"`.to({module.placement.device})`",
+            citations.cited(),
+        )
+
+    def _check_loss(self, arguments: list[tuple[cst.BaseExpression, Value]]) -> None:
+        found = mismatch(value for _, value in arguments[:2])
+        if found is None:
+            return
+        on_device, on_cpu = found
+        device_node = next(node for node, value in arguments if value is on_device)
+        cpu_node = next(node for node, value in arguments if value is on_cpu)
+        citations = Citations()
+        cpu_evidence = citations.of(on_cpu.placement)
+        device_evidence = citations.of(on_device.placement)
+        self.report(
+            cpu_node,
+            f"`{self.context.source_of(cpu_node)}` is on the CPU ({cpu_evidence}) but "
+            f"`{self.context.source_of(device_node)}` is on `{on_device.placement.device}` "
+            f"({device_evidence}): move it with `.to({on_device.placement.device})`",
+            citations.cited(),
+        )
+
+    def _check_loss_weight(
+        self, node: cst.Call, loss: Value, arguments: list[tuple[cst.BaseExpression, Value]]
+    ) -> None:
+        on_device = next((pair for pair in arguments if pair[1].is_on_device()), None)
+        if on_device is None or loss.cpu_weight is None:
+            return
+        citations = Citations()
+        weight_evidence = citations.of(loss.cpu_weight.placement)
+        device_evidence = citations.of(on_device[1].placement)
+        name = self.context.source_of(node.func)
+        self.report(
+            node,
+            f"`{name}` holds a `weight` on the CPU ({weight_evidence}) but its input "
+            f"`{self.context.source_of(on_device[0])}` is on `{on_device[1].placement.device}` "
+            f"({device_evidence}): move the loss with `{name}.to(...)` or create the weight there",
+            citations.cited(),
+        )
+
+    def _check_forward_operation(self, node: cst.CSTNode) -> None:
+        pairs = operands(node, self.context.flow)
+        if not any(value.where is Where.INPUT and not value.scalar for _, value in pairs):
+            return
+        found: Optional[tuple[cst.BaseExpression, Value]] = first_cpu_operand(pairs)
+        if found is None:
+            return
+        created, value = found
+        input_node = next(part for part, other in pairs if other.where is Where.INPUT)
+        citations = Citations()
+        evidence = citations.of(value.placement)
+        self.report(
+            created,
+            f"`{self.context.source_of(created)}` is {evidence} inside `forward` but combined "
+            f"with `{self.context.source_of(input_node)}`, which follows the module's device: "
+            "create it with `device=` the input's device (or register it as a buffer)",
+            citations.cited(),
+        )

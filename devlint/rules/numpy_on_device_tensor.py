@@ -1,0 +1,86 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from devlint.analysis.operations import Citations
+from devlint.analysis.values import Where
+from devlint.rules.base import Invalid, Rule
+
+
+class NumpyOnDeviceTensor(Rule):
+    """
+    ## What it does
+    Flags `.numpy()` on a tensor that may be on a GPU (moved with `.to(device)`
+    or `.cuda()`, or the output of a module moved there) with no `.cpu()`
+    before it.
+
+    ## Why is this bad?
+    NumPy arrays live in host memory: on a CUDA tensor `.numpy()` raises "can't
+    convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the
+    tensor to host memory first." On a CPU-only machine it works, so the bug
+    waits for the first GPU run.
+
+    ## Example
+    ```python
+    preds = model(images.to(device))
+    array = preds.detach().numpy()
+    ```
+
+    ## Use instead
+    ```python
+    array = preds.detach().cpu().numpy()
+    ```
+
+    ## Fix safety
+    No automatic fix yet.
+    """
+
+    code = "DEV007"
+    name = "numpy-on-device-tensor"
+    summary = ".numpy() on a tensor that may be on a GPU"
+    trigger_tokens = (".numpy(",)
+
+    VALID = (
+        "import torch\nx = torch.zeros(3).to(device)\na = x.cpu().numpy()",
+        "import torch\nx = torch.zeros(3).to(device)\na = x.detach().cpu().numpy()",
+        "import torch\nx = torch.zeros(3)\na = x.numpy()",
+        "def f(x):\n    return x.numpy()",
+        "import torch\nx = torch.zeros(3).to('cpu')\na = x.numpy()",
+        "import torch\nclass Base:\n    def __init__(self):\n"
+        "        self._cpu_device = torch.device('cpu')\n"
+        "class Evaluator(Base):\n    def process(self, out):\n"
+        "        return out.argmax(dim=0).to(self._cpu_device).numpy()",
+        "x = out.to(self.cpu_device)\na = x.numpy()",
+    )
+    INVALID = (
+        Invalid(
+            "import torch\nx = torch.zeros(3).to(device)\na = x.numpy()",
+            3,
+            5,
+            "`x` may be on a GPU (moved to `device` at line 2)",
+        ),
+        Invalid(
+            "import torch\nfrom torch import nn\nmodel = nn.Linear(3, 2).cuda()\n"
+            "preds = model(torch.ones(3).cuda())\narray = preds.detach().numpy()",
+            5,
+            9,
+            "`preds.detach().cpu().numpy()`",
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not isinstance(func, cst.Attribute) or func.attr.value != "numpy" or node.args:
+            return
+        receiver = self.context.flow.value_of(func.value)
+        if receiver.where is not Where.DEVICE:
+            return
+        name = self.context.source_of(func.value)
+        citations = Citations()
+        evidence = citations.of(receiver.placement)
+        self.report(
+            node,
+            f"`{name}` may be on a GPU ({evidence}) and `.numpy()` needs host memory: "
+            f"call `.cpu()` first: `{name}.cpu().numpy()`",
+            citations.cited(),
+        )
