@@ -287,7 +287,7 @@ class CallEvaluator:
         if qualified is not None:
             arguments = self._arguments(node, env, unit)
             value = self._torch_call(node, qualified, arguments, env, unit)
-        elif dotted is not None and dotted in env:
+        elif dotted is not None and dotted in env and env[dotted].kind is not Kind.CALLABLE:
             callee = env[dotted]
             if callee is not UNKNOWN and self.recording:
                 self.values[func] = callee
@@ -392,7 +392,7 @@ class CallEvaluator:
     def _nn_module(self, node: cst.Call, qualified: str, env: Env, unit: Unit) -> Value:
         created = Placement(Where.CPU, evidence="created on the CPU", origin=node)
         if qualified in WRAPPER_MODULES:
-            return Value(Kind.MODULE)  # DataParallel scatters its inputs itself
+            return Value(Kind.MODULE, scatters=True)
         if is_loss_class(qualified):
             weight: Optional[Value] = None
             for keyword in LOSS_WEIGHT_KEYWORDS:
@@ -426,6 +426,8 @@ class CallEvaluator:
 
     def _call_value(self, node: cst.Call, callee: Value, arguments: list[Value]) -> Value:
         """Calling a value held in a variable: a module, a loss, or something unknown."""
+        if callee.scatters:
+            return UNKNOWN
         if callee.kind is Kind.MODULE and (callee.is_loss or not callee.has_parameters):
             result = combine(arguments)
             if result is UNKNOWN:
@@ -500,7 +502,7 @@ class CallEvaluator:
         bare: bool,
     ) -> Value:
         placement = self._moved(node, method, env, unit)
-        if placement is None:
+        if placement is None or receiver.scatters:
             return receiver if receiver.kind is not Kind.UNKNOWN else UNKNOWN
         receiver_name = dotted_name(func.value)
         if receiver.kind is Kind.MODULE or (bare and receiver.kind is Kind.UNKNOWN):

@@ -54,6 +54,7 @@ class Value:
     # For modules: activations, dropout and losses without weights hold no tensors.
     has_parameters: bool = True
     is_loss: bool = False
+    scatters: bool = False  # DataParallel and DDP move their inputs themselves
     cpu_weight: Optional[Value] = None  # a loss built with weight= on the CPU
     elements: tuple[Value, ...] = ()  # for sequences of known length
     item: Optional[Value] = None  # what iterating it yields, when known
