@@ -10,7 +10,24 @@ import libcst as cst
 from devlint.analysis.flow import DeviceFlow
 from devlint.analysis.guards import ConditionClassifier, GuardTracker
 from devlint.analysis.names import ImportMap
+from devlint.diagnostics import Applicability
 from devlint.analysis.scopes import ScopeTracker
+
+
+@dataclass(frozen=True)
+class NodeEdit:
+    """An edit expressed on the tree: replace ``node``, or insert after or before it."""
+
+    node: cst.CSTNode
+    content: str
+    mode: str = "replace"  # "replace" | "after" | "before"
+
+
+@dataclass(frozen=True)
+class RawFix:
+    applicability: Applicability
+    message: str
+    edits: tuple[NodeEdit, ...]
 
 
 @dataclass(frozen=True)
@@ -24,6 +41,7 @@ class RawFinding:
     statement: Optional[cst.CSTNode]
     # Nodes whose lines the message cites: "{line0}" in the message is the first one's line.
     cited: tuple[cst.CSTNode, ...] = ()
+    fix: Optional[RawFix] = None
 
 
 # The node types any tracker reacts to; every other node passes through at the cost of a set lookup.
@@ -98,9 +116,10 @@ class FileContext:
         node: cst.CSTNode,
         message: str,
         cited: tuple[cst.CSTNode, ...] = (),
+        fix: Optional[RawFix] = None,
     ) -> None:
         statement = self._statements[-1] if self._statements else None
-        self.findings.append(RawFinding(code, name, node, message, statement, cited))
+        self.findings.append(RawFinding(code, name, node, message, statement, cited, fix))
 
     def source_of(self, node: cst.CSTNode, limit: int = 60) -> str:
         """The code of ``node`` on one line, shortened for messages."""

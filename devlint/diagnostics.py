@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
+from typing import Optional
 
 PARSE_ERROR_CODE = "DEV000"
 
@@ -15,6 +17,29 @@ class Position:
     column: int
 
 
+class Applicability(str, enum.Enum):
+    """Ruff's split: safe fixes keep the program's meaning; unsafe ones may change it."""
+
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace the text between two positions (1-based, columns in characters) with ``content``."""
+
+    start: Position
+    end: Position
+    content: str
+
+
+@dataclass(frozen=True)
+class Fix:
+    applicability: Applicability
+    message: str
+    edits: tuple[Edit, ...]
+
+
 @dataclass(frozen=True)
 class Finding:
     path: str
@@ -24,6 +49,7 @@ class Finding:
     start: Position
     end: Position
     noqa_row: int
+    fix: Optional[Fix] = None
 
     def sort_key(self) -> tuple[str, int, int, str]:
         return (self.path, self.start.row, self.start.column, self.code)

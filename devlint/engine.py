@@ -15,8 +15,16 @@ from typing import Optional, Union
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
-from devlint.context import FileContext, RawFinding
-from devlint.diagnostics import PARSE_ERROR_CODE, FileResult, Finding, InternalError, Position
+from devlint.context import FileContext, RawFinding, RawFix
+from devlint.diagnostics import (
+    PARSE_ERROR_CODE,
+    Edit,
+    FileResult,
+    Finding,
+    Fix,
+    InternalError,
+    Position,
+)
 from devlint.rules import ALL_RULES, RULES_BY_CODE, Rule
 from devlint.suppression import Suppressions
 
@@ -245,6 +253,20 @@ def _run_rules(
     return [_locate(path, raw, ranges) for raw in context.findings]
 
 
+def _locate_fix(fix: RawFix, ranges: Mapping[cst.CSTNode, CodeRange]) -> Fix:
+    edits: list[Edit] = []
+    for edit in fix.edits:
+        where = ranges[edit.node]
+        start = Position(where.start.line, where.start.column + 1)
+        end = Position(where.end.line, where.end.column + 1)
+        if edit.mode == "after":
+            start = end
+        elif edit.mode == "before":
+            end = start
+        edits.append(Edit(start, end, edit.content))
+    return Fix(fix.applicability, fix.message, tuple(edits))
+
+
 def _locate(
     path: str, raw: RawFinding, ranges: Mapping[cst.CSTNode, CodeRange]
 ) -> tuple[Finding, tuple[int, ...]]:
@@ -261,6 +283,7 @@ def _locate(
         start=Position(where.start.line, where.start.column + 1),
         end=Position(where.end.line, where.end.column + 1),
         noqa_row=statement.end.line,
+        fix=_locate_fix(raw.fix, ranges) if raw.fix is not None else None,
     )
     # On a statement over several lines, a noqa comment on its first or last line counts too.
     rows = (where.start.line, where.end.line, statement.start.line, statement.end.line)

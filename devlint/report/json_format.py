@@ -6,8 +6,28 @@ import json
 import os
 from typing import Any, TextIO
 
-from devlint.diagnostics import Finding
+from devlint.diagnostics import Finding, Fix, Position
 from devlint.report import ReportOptions, RunSummary
+
+
+def _position(position: Position) -> dict[str, int]:
+    return {"row": position.row, "column": position.column}
+
+
+def fix_to_json(fix: Fix) -> dict[str, Any]:
+    """Ruff's shape: applicability, message, and edits with 1-based locations."""
+    return {
+        "applicability": fix.applicability.value,
+        "message": fix.message,
+        "edits": [
+            {
+                "content": edit.content,
+                "location": _position(edit.start),
+                "end_location": _position(edit.end),
+            }
+            for edit in fix.edits
+        ],
+    }
 
 
 def finding_to_json(finding: Finding) -> dict[str, Any]:
@@ -19,7 +39,7 @@ def finding_to_json(finding: Finding) -> dict[str, Any]:
         "filename": finding.path if finding.path == "-" else os.path.abspath(finding.path),
         "location": {"row": finding.start.row, "column": finding.start.column},
         "end_location": {"row": finding.end.row, "column": finding.end.column},
-        "fix": None,
+        "fix": None if finding.fix is None else fix_to_json(finding.fix),
         "url": None,  # no hosted docs yet: `devlint explain CODE` prints them
         "noqa_row": finding.noqa_row,
     }

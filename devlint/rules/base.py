@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, ClassVar, Optional
 import libcst as cst
 
 if TYPE_CHECKING:
-    from devlint.context import FileContext
+    from devlint.context import FileContext, RawFix
 
 
 @dataclass(frozen=True)
@@ -20,6 +20,7 @@ class Invalid:
     line: int
     column: int
     message: str = ""  # a fragment the message must contain
+    fixed: Optional[str] = None  # the whole snippet after `--fix --unsafe-fixes`, when it fixes
 
 
 class Rule:
@@ -50,9 +51,15 @@ class Rule:
     def begin_file(self, context: FileContext) -> None:
         self._context = context
 
-    def report(self, node: cst.CSTNode, message: str, cited: tuple[cst.CSTNode, ...] = ()) -> None:
+    def report(
+        self,
+        node: cst.CSTNode,
+        message: str,
+        cited: tuple[cst.CSTNode, ...] = (),
+        fix: Optional[RawFix] = None,
+    ) -> None:
         """Report ``node``; ``{line0}``, ``{line1}``... in the message become cited nodes' lines."""
-        self.context.report(self.code, self.name, node, message, cited)
+        self.context.report(self.code, self.name, node, message, cited, fix)
 
     @classmethod
     def documentation(cls) -> str:
