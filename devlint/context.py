@@ -10,8 +10,8 @@ import libcst as cst
 from devlint.analysis.flow import DeviceFlow
 from devlint.analysis.guards import ConditionClassifier, GuardTracker
 from devlint.analysis.names import ImportMap
-from devlint.diagnostics import Applicability
 from devlint.analysis.scopes import ScopeTracker
+from devlint.diagnostics import Applicability
 
 
 @dataclass(frozen=True)
