@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Optional
 
 from devlint.config import ConfigResolver
 from devlint.diagnostics import FileResult, Finding
 from devlint.discovery import iter_python_files
 from devlint.engine import RuleSet, Unreadable, lint_source, unreadable_result
+from devlint.progress import ProgressCallback
 from devlint.report import RunSummary
 
 
@@ -19,7 +21,7 @@ class Linter:
         self._resolver = resolver
         self._rule_sets: dict[frozenset[str], RuleSet] = {}
 
-    def _rules_for(self, path: Path) -> RuleSet:
+    def rules_for(self, path: Path) -> RuleSet:
         codes = self._resolver.settings_for(path).codes_for(path)
         rules = self._rule_sets.get(codes)
         if rules is None:
@@ -27,7 +29,7 @@ class Linter:
         return rules
 
     def lint_bytes(self, path: Path, data: bytes, shown_as: str) -> FileResult:
-        return lint_source(shown_as, data, self._rules_for(path))
+        return lint_source(shown_as, data, self.rules_for(path))
 
     def lint_file(self, path: Path) -> FileResult:
         try:
@@ -35,7 +37,7 @@ class Linter:
         except OSError as error:
             reason = error.strerror or type(error).__name__
             return unreadable_result(
-                str(path), Unreadable(f"cannot read: {reason}"), self._rules_for(path)
+                str(path), Unreadable(f"cannot read: {reason}"), self.rules_for(path)
             )
         return self.lint_bytes(path, data, str(path))
 
@@ -46,11 +48,20 @@ def _collect(summary: RunSummary, result: FileResult) -> None:
     summary.errors.extend(result.errors)
 
 
-def lint_paths(paths: Sequence[Path], resolver: ConfigResolver, force_exclude: bool) -> RunSummary:
+def lint_paths(
+    paths: Sequence[Path],
+    resolver: ConfigResolver,
+    force_exclude: bool,
+    progress: Optional[ProgressCallback] = None,
+) -> RunSummary:
+    """Lint every Python file under ``paths``; ``progress(done, total)`` follows each file."""
     linter = Linter(resolver)
     summary = RunSummary()
-    for path in iter_python_files(paths, resolver, force_exclude):
+    files = list(iter_python_files(paths, resolver, force_exclude))  # the total, for progress
+    for done, path in enumerate(files, 1):
         _collect(summary, linter.lint_file(path))
+        if progress is not None:
+            progress(done, len(files))
     summary.findings.sort(key=Finding.sort_key)
     return summary
 

@@ -16,11 +16,39 @@ from devlint.diagnostics import Applicability
 
 @dataclass(frozen=True)
 class NodeEdit:
-    """An edit expressed on the tree: replace ``node``, or insert after or before it."""
+    """An edit expressed on the tree, turned into positions once positions are known.
 
-    node: cst.CSTNode
+    The replaced text runs from one side of ``start`` to one side of ``end``; an empty
+    span inserts. ``next_line`` inserts at the start of the line after ``start`` ends.
+    """
+
     content: str
-    mode: str = "replace"  # "replace" | "after" | "before"
+    start: cst.CSTNode
+    end: cst.CSTNode
+    start_side: str = "start"
+    end_side: str = "end"
+    next_line: bool = False
+
+    @classmethod
+    def replace(cls, node: cst.CSTNode, content: str) -> NodeEdit:
+        return cls(content, node, node)
+
+    @classmethod
+    def insert_after(cls, node: cst.CSTNode, content: str) -> NodeEdit:
+        return cls(content, node, node, "end", "end")
+
+    @classmethod
+    def insert_before(cls, node: cst.CSTNode, content: str) -> NodeEdit:
+        return cls(content, node, node, "start", "start")
+
+    @classmethod
+    def between_ends(cls, first: cst.CSTNode, last: cst.CSTNode, content: str) -> NodeEdit:
+        """Replace what follows ``first`` up to the end of ``last`` (a call's `.cuda()` tail)."""
+        return cls(content, first, last, "end", "end")
+
+    @classmethod
+    def line_after(cls, statement: cst.CSTNode, content: str) -> NodeEdit:
+        return cls(content, statement, statement, next_line=True)
 
 
 @dataclass(frozen=True)
@@ -45,14 +73,14 @@ class RawFinding:
 
 
 # The node types any tracker reacts to; every other node passes through at the cost of a set lookup.
-_TRACKED_TYPES = frozenset(
+TRACKED_TYPES = frozenset(
     {
         cst.Module, cst.SimpleStatementLine, cst.Import, cst.ImportFrom, cst.ClassDef,
         cst.FunctionDef, cst.Lambda, cst.Assign, cst.AnnAssign, cst.IndentedBlock,
         cst.SimpleStatementSuite, cst.If, cst.IfExp, cst.BooleanOperation, cst.Assert,
     }
 )  # fmt: skip
-_GUARDING_TYPES = frozenset(
+GUARDING_TYPES = frozenset(
     {cst.If, cst.IfExp, cst.BooleanOperation, cst.FunctionDef, cst.ClassDef, cst.Try}
 )
 
@@ -74,7 +102,7 @@ class FileContext:
 
     def enter(self, node: cst.CSTNode) -> None:
         """Update the analysis before rules see ``node``."""
-        if type(node) not in _TRACKED_TYPES:
+        if type(node) not in TRACKED_TYPES:
             return
         if isinstance(node, cst.SimpleStatementLine):
             self._statements.append(node)
@@ -87,7 +115,7 @@ class FileContext:
 
     def leave(self, node: cst.CSTNode) -> None:
         """Update the analysis after rules have left ``node``."""
-        if type(node) not in _TRACKED_TYPES:
+        if type(node) not in TRACKED_TYPES:
             return
         if isinstance(node, cst.SimpleStatementLine):
             self._statements.pop()
@@ -95,11 +123,11 @@ class FileContext:
         self.guards.leave(node)
 
     def enter_attribute(self, node: cst.CSTNode, attribute: str) -> None:
-        if type(node) in _GUARDING_TYPES:
+        if type(node) in GUARDING_TYPES:
             self.guards.enter_attribute(node, attribute)
 
     def leave_attribute(self, node: cst.CSTNode, attribute: str) -> None:
-        if type(node) in _GUARDING_TYPES:
+        if type(node) in GUARDING_TYPES:
             self.guards.leave_attribute(node, attribute)
 
     @property

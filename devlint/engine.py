@@ -7,7 +7,7 @@ import io
 import sys
 import tokenize
 import traceback
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Optional, Union
@@ -15,7 +15,7 @@ from typing import Optional, Union
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
-from devlint.context import FileContext, RawFinding, RawFix
+from devlint.context import GUARDING_TYPES, TRACKED_TYPES, FileContext, RawFinding, RawFix
 from devlint.diagnostics import (
     PARSE_ERROR_CODE,
     Edit,
@@ -27,8 +27,16 @@ from devlint.diagnostics import (
 )
 from devlint.rules import ALL_RULES, RULES_BY_CODE, Rule
 from devlint.suppression import Suppressions
+from devlint.traversal import Walker
 
 _Hook = Callable[[cst.CSTNode], None]
+_RuleHooks = dict[type, list[tuple[Rule, _Hook]]]
+
+
+def _node_type(name: str) -> Optional[type]:
+    """The LibCST class a ``visit_<name>`` hook is for (LibCST dispatches on the exact class)."""
+    found = getattr(cst, name, None)
+    return found if isinstance(found, type) and issubclass(found, cst.CSTNode) else None
 
 
 class RuleSet:
@@ -40,77 +48,95 @@ class RuleSet:
         self.rules: list[Rule] = [
             cls() for cls in ALL_RULES if cls.code in selected and cls.code != PARSE_ERROR_CODE
         ]
-        self._visit: dict[str, list[tuple[Rule, _Hook]]] = {}
-        self._leave: dict[str, list[tuple[Rule, _Hook]]] = {}
+        self._visit: _RuleHooks = {}
+        self._leave: _RuleHooks = {}
         for rule in self.rules:
             for attribute in sorted(dir(type(rule))):
-                if attribute.startswith("visit_"):
-                    table, node_type = self._visit, attribute[len("visit_") :]
-                elif attribute.startswith("leave_"):
-                    table, node_type = self._leave, attribute[len("leave_") :]
-                else:
+                prefix, _, name = attribute.partition("_")
+                node_type = _node_type(name) if prefix in ("visit", "leave") else None
+                if node_type is None:
                     continue
+                table = self._visit if prefix == "visit" else self._leave
                 table.setdefault(node_type, []).append((rule, getattr(rule, attribute)))
-        self._tokens = tuple(sorted({t for rule in self.rules for t in rule.trigger_tokens}))
-        self._always_parse = any(not rule.trigger_tokens for rule in self.rules)
+
+    def active(self, source: str) -> list[Rule]:
+        """The rules whose cheap text test says they can fire on this source."""
+        return [rule for rule in self.rules if rule.may_fire(source)]
 
     def may_fire(self, source: str) -> bool:
         """Cheap text test: can any enabled rule fire on this source at all?"""
-        return self._always_parse or any(token in source for token in self._tokens)
+        return any(rule.may_fire(source) for rule in self.rules)
 
-    def visitor(self, context: FileContext, errors: list[InternalError]) -> _BatchedVisitor:
-        for rule in self.rules:
+    def walker(
+        self, context: FileContext, active: Sequence[Rule], errors: list[InternalError]
+    ) -> Walker:
+        """One traversal running the shared analysis, then the active rules' hooks, per node."""
+        for rule in active:
             rule.begin_file(context)
-        return _BatchedVisitor(context, self._visit, self._leave, errors)
+        broken: set[str] = set()
+        chosen = set(map(id, active))
+
+        def crashed(rule: Rule, error: Exception) -> None:
+            # A crash in one rule disables that rule for this file; the others go on.
+            broken.add(rule.code)
+            errors.append(InternalError(context.path, f"{rule.code} crashed: {_describe(error)}"))
+
+        def hooks_of(table: _RuleHooks) -> dict[type, list[tuple[Rule, _Hook]]]:
+            picked = {
+                node_type: [(rule, hook) for rule, hook in hooks if id(rule) in chosen]
+                for node_type, hooks in table.items()
+            }
+            return {node_type: hooks for node_type, hooks in picked.items() if hooks}
+
+        visit, leave = hooks_of(self._visit), hooks_of(self._leave)
+        enter_hooks: dict[type, _Hook] = {}
+        leave_hooks: dict[type, _Hook] = {}
+        # The analysis sees a node before the rules do, and leaves it after them.
+        for node_type in TRACKED_TYPES | visit.keys():
+            tracked = context.enter if node_type in TRACKED_TYPES else None
+            hooks = visit.get(node_type, [])
+            enter_hooks[node_type] = _chain(tracked, hooks, None, broken, crashed)
+        for node_type in TRACKED_TYPES | leave.keys():
+            tracked = context.leave if node_type in TRACKED_TYPES else None
+            hooks = leave.get(node_type, [])
+            leave_hooks[node_type] = _chain(None, hooks, tracked, broken, crashed)
+
+        def around(node: cst.CSTNode, attribute: str, entering: bool) -> None:
+            if entering:
+                context.enter_attribute(node, attribute)
+            else:
+                context.leave_attribute(node, attribute)
+
+        return Walker(enter_hooks, leave_hooks, dict.fromkeys(GUARDING_TYPES, around))
 
 
-class _BatchedVisitor(cst.CSTVisitor):
-    """Runs the shared analysis and then every rule's hooks, node by node, in one traversal."""
+def _chain(
+    before: Optional[_Hook],
+    hooks: list[tuple[Rule, _Hook]],
+    after: Optional[_Hook],
+    broken: set[str],
+    crashed: Callable[[Rule, Exception], None],
+) -> _Hook:
+    """The analysis update and the rules' hooks for one node type, as one call."""
+    if not hooks:
+        only = before or after
+        assert only is not None
+        return only
 
-    def __init__(
-        self,
-        context: FileContext,
-        visit: dict[str, list[tuple[Rule, _Hook]]],
-        leave: dict[str, list[tuple[Rule, _Hook]]],
-        errors: list[InternalError],
-    ) -> None:
-        self._context = context
-        self._visit = visit
-        self._leave = leave
-        self._errors = errors
-        self._broken: set[str] = set()
-
-    def _dispatch(self, hooks: list[tuple[Rule, _Hook]], node: cst.CSTNode) -> None:
+    def run(node: cst.CSTNode) -> None:
+        if before is not None:
+            before(node)
         for rule, hook in hooks:
-            if rule.code in self._broken:
+            if rule.code in broken:
                 continue
             try:
                 hook(node)
             except Exception as error:
-                # A crash in one rule disables that rule for this file; the others go on.
-                self._broken.add(rule.code)
-                self._errors.append(
-                    InternalError(self._context.path, f"{rule.code} crashed: {_describe(error)}")
-                )
+                crashed(rule, error)
+        if after is not None:
+            after(node)
 
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        self._context.enter(node)
-        hooks = self._visit.get(type(node).__name__)
-        if hooks:
-            self._dispatch(hooks, node)
-        return True
-
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        hooks = self._leave.get(type(original_node).__name__)
-        if hooks:
-            self._dispatch(hooks, original_node)
-        self._context.leave(original_node)
-
-    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
-        self._context.enter_attribute(node, attribute)
-
-    def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
-        self._context.leave_attribute(original_node, attribute)
+    return run
 
 
 def _describe(error: BaseException) -> str:
@@ -196,7 +222,8 @@ def lint_source(path: str, data: bytes, rules: RuleSet) -> FileResult:
     if isinstance(source, Unreadable):
         return unreadable_result(path, source, rules)
     located: list[tuple[Finding, tuple[int, ...]]] = []
-    if not rules.may_fire(source):
+    active = rules.active(source)
+    if not active:
         # LibCST knows newer grammar than the running CPython: it decides when CPython objects.
         if _check_syntax(source) is not None:
             module = _parse(source)
@@ -207,7 +234,7 @@ def lint_source(path: str, data: bytes, rules: RuleSet) -> FileResult:
         if isinstance(module, Unreadable):
             located.append((_parse_error_finding(path, module), (module.row,)))
         else:
-            located = _run_rules(path, module, source, rules, result.errors)
+            located = _run_rules(path, module, source, rules, active, result.errors)
     if located:
         suppressions = Suppressions.scan(source)
         result.findings = sorted(
@@ -237,13 +264,18 @@ def _deep_recursion() -> Iterator[None]:
 
 
 def _run_rules(
-    path: str, module: cst.Module, source: str, rules: RuleSet, errors: list[InternalError]
+    path: str,
+    module: cst.Module,
+    source: str,
+    rules: RuleSet,
+    active: Sequence[Rule],
+    errors: list[InternalError],
 ) -> list[tuple[Finding, tuple[int, ...]]]:
-    """Findings, each with the rows where a `# noqa` comment silences it."""
+    """Findings of the ``active`` rules, each with the rows where a `# noqa` comment silences it."""
     context = FileContext(path, module, source)
     try:
         with _deep_recursion():
-            module.visit(rules.visitor(context, errors))
+            rules.walker(context, active, errors).walk(module)
             if not context.findings:
                 return []
             ranges = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
@@ -256,14 +288,20 @@ def _run_rules(
 def _locate_fix(fix: RawFix, ranges: Mapping[cst.CSTNode, CodeRange]) -> Fix:
     edits: list[Edit] = []
     for edit in fix.edits:
-        where = ranges[edit.node]
-        start = Position(where.start.line, where.start.column + 1)
-        end = Position(where.end.line, where.end.column + 1)
-        if edit.mode == "after":
-            start = end
-        elif edit.mode == "before":
-            end = start
-        edits.append(Edit(start, end, edit.content))
+        if edit.next_line:
+            line = ranges[edit.start].end.line + 1
+            edits.append(Edit(Position(line, 1), Position(line, 1), edit.content))
+            continue
+        first, last = ranges[edit.start], ranges[edit.end]
+        start = first.start if edit.start_side == "start" else first.end
+        end = last.start if edit.end_side == "start" else last.end
+        edits.append(
+            Edit(
+                Position(start.line, start.column + 1),
+                Position(end.line, end.column + 1),
+                edit.content,
+            )
+        )
     return Fix(fix.applicability, fix.message, tuple(edits))
 
 

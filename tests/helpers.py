@@ -30,7 +30,7 @@ FINDING_LINE = re.compile(
 
 
 def run_cli(
-    *args: str, cwd: Path, stdin: str | bytes | None = None
+    *args: str, cwd: Path, stdin: str | bytes | None = None, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
     """The real command line in a subprocess: ``devlint ARGS`` run in ``cwd``."""
     data = stdin.encode() if isinstance(stdin, str) else stdin
@@ -39,7 +39,7 @@ def run_cli(
         cwd=cwd,
         input=data if data is not None else b"",
         capture_output=True,
-        timeout=120,
+        timeout=timeout,
     )
     return subprocess.CompletedProcess(
         completed.args,

@@ -229,7 +229,9 @@ def test_json_follows_ruffs_schema(work: Path) -> None:
     ]
     for finding in findings:
         assert Path(finding["filename"]).is_absolute()
-        assert finding["fix"] is None
+        fix = finding["fix"]
+        fixable = RULES_BY_CODE[finding["code"]].fixable
+        assert fix is None or (fixable and fix["applicability"] in ("safe", "unsafe"))
         assert finding["noqa_row"] == finding["location"]["row"]  # all one-line statements
         assert finding["end_location"]["row"] >= finding["location"]["row"] >= 1
     gpu = [f for f in findings if f["filename"].endswith("gpu_chapter.py")]

@@ -6,6 +6,9 @@ import re
 
 import pytest
 
+from devlint.diagnostics import PARSE_ERROR_CODE
+from devlint.engine import RuleSet
+from devlint.fixing import fix_source
 from devlint.rules import ALL_RULES, Invalid, Rule
 from tests.helpers import lint_snippet
 
@@ -33,6 +36,32 @@ def test_invalid_example_fires_once_at_its_position(rule: type[Rule], example: I
         (rule.code, example.line, example.column)
     ]
     assert example.message in findings[0].message
+
+
+FIX_CASES = [
+    pytest.param(rule, example, id=f"{rule.code}-fix-{index}")
+    for rule in ALL_RULES
+    for index, example in enumerate(rule.INVALID)
+    if example.fixed is not None
+]
+
+
+@pytest.mark.parametrize(("rule", "example"), FIX_CASES)
+def test_fix_gives_the_exact_expected_code_once_and_for_all(
+    rule: type[Rule], example: Invalid
+) -> None:
+    rules = RuleSet({rule.code, PARSE_ERROR_CODE})
+    first = fix_source("example.py", example.code.encode(), rules, unsafe=True)
+    assert first.error is None
+    assert first.fixed == example.fixed
+    again = fix_source("example.py", first.fixed.encode(), rules, unsafe=True)
+    assert again.fixed == first.fixed  # a second --fix changes nothing
+
+
+def test_every_fixable_rule_shows_a_fix() -> None:
+    for rule in ALL_RULES:
+        has_fixed_example = any(example.fixed is not None for example in rule.INVALID)
+        assert has_fixed_example == rule.fixable, rule.code
 
 
 @pytest.mark.parametrize("rule", ALL_RULES, ids=lambda rule: rule.code)

@@ -40,6 +40,7 @@ from devlint.analysis.values import (
     cpu_loader,
     join,
 )
+from devlint.traversal import child_nodes
 
 if TYPE_CHECKING:
     from devlint.analysis.flow import Env, FunctionNode, Unit
@@ -105,7 +106,7 @@ class CallEvaluator:
         return value
 
     def _children(self, node: cst.CSTNode, env: Env, unit: Unit) -> Value:
-        for child in node.children:
+        for child in child_nodes(node):
             if isinstance(child, cst.BaseExpression) and not isinstance(child, cst.Lambda):
                 self.eval(child, env, unit)
             elif not isinstance(child, cst.Lambda):

@@ -34,6 +34,7 @@ from devlint.analysis.values import (
     cpu_loader,
     join,
 )
+from devlint.traversal import visit
 
 Env = dict[str, Value]
 FunctionNode = cst.FunctionDef
@@ -434,5 +435,5 @@ class _AssignedNames(cst.CSTVisitor):
 
 def _assigned_names(function: FunctionNode) -> set[str]:
     visitor = _AssignedNames()
-    function.body.visit(visitor)
+    visit(function.body, visitor)
     return visitor.names

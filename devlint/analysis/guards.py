@@ -23,6 +23,7 @@ from typing import Optional, Union
 import libcst as cst
 
 from devlint.analysis.names import ImportMap, dotted_name
+from devlint.traversal import child_nodes
 
 AVAILABILITY_CHECKS = frozenset(
     {
@@ -61,7 +62,7 @@ _FLIPPED = {
 
 def _sub_expressions(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     yield node
-    for child in node.children:
+    for child in child_nodes(node):
         if not isinstance(child, cst.Lambda):
             yield from _sub_expressions(child)
 

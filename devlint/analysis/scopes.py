@@ -43,6 +43,7 @@ class ScopeTracker:
         self._scopes: list[_Scope] = []
         self._classes: list[ClassInfo] = []
         self.classes_by_name: dict[str, ClassInfo] = {}
+        self._local_names: dict[int, set[str]] = {}
 
     def enter(self, node: cst.CSTNode) -> None:
         if isinstance(node, cst.Module):
@@ -108,6 +109,40 @@ class ScopeTracker:
         innermost, outermost = self._scopes[-1], self._scopes[0]
         return innermost.bindings.get(dotted) or outermost.bindings.get(dotted)
 
+    def current_function(self) -> Optional[cst.FunctionDef]:
+        for scope in reversed(self._scopes):
+            if isinstance(scope.node, cst.FunctionDef):
+                return scope.node
+            if isinstance(scope.node, cst.ClassDef):
+                return None
+        return None
+
+    def in_function(self) -> bool:
+        return self.current_function() is not None
+
+    def current_parameters(self) -> list[str]:
+        function = self.current_function()
+        return [] if function is None else [p.name.value for p in _parameters(function.params)]
+
+    def binds_locally(self, name: str) -> bool:
+        """Whether the current function binds ``name`` anywhere (Python makes it local throughout)."""
+        function = self.current_function()
+        if function is None:
+            return False
+        key = id(function)
+        if key not in self._local_names:
+            collector = _StoredNames()
+            function.body.visit(collector)
+            self._local_names[key] = collector.names
+        return name in self._local_names[key] or name in self.current_parameters()
+
+    def current_class_sets(self, attribute: str) -> bool:
+        """Whether the enclosing class assigns ``self.<attribute>`` or inherits Lightning's."""
+        if not self._classes:
+            return False
+        info = self._classes[-1]
+        return attribute in info.attributes or any("LightningModule" in b for b in info.bases)
+
     def is_subclass_of(self, class_name: str, qualified_bases: frozenset[str]) -> bool:
         """Whether a class of this file derives from one of the bases (directly or not)."""
         seen: set[str] = set()
@@ -130,3 +165,50 @@ def _parameters(params: cst.Parameters) -> list[cst.Param]:
         if isinstance(star, cst.Param):
             collected.append(star)
     return collected
+
+
+class _StoredNames(cst.CSTVisitor):
+    """Names a function body binds: assignments, loop and `with` targets, imports, defs."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def _store(self, target: cst.CSTNode) -> None:
+        if isinstance(target, cst.Name):
+            self.names.add(target.value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._store(element.value)
+        elif isinstance(target, cst.StarredElement):
+            self._store(target.value)
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self._store(node.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._store(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._store(node.target)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._store(node.target)
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self._store(node.target)
+
+    def visit_AsName(self, node: cst.AsName) -> None:
+        self._store(node.name)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._store(node.target)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.names.add(node.name.value)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.names.add(node.name.value)
+
+    def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
+        if node.asname is None:
+            self.names.add((dotted_name(node.name) or "").split(".")[0])

@@ -15,6 +15,7 @@ class RunSummary:
     findings: list[Finding] = field(default_factory=list)
     errors: list[InternalError] = field(default_factory=list)
     files_checked: int = 0
+    fixed: int = 0  # findings fixed by --fix
 
 
 @dataclass(frozen=True)
@@ -37,14 +38,15 @@ Renderer = Callable[[RunSummary, TextIO, ReportOptions], None]
 
 
 def renderer(format_name: str) -> Renderer:
-    from devlint.report import github, json_format, text
+    from devlint.report import github, json_format, sarif, text
 
     renderers: dict[str, Renderer] = {
         "text": text.render,
         "json": json_format.render,
         "github": github.render,
+        "sarif": sarif.render,
     }
     return renderers[format_name]
 
 
-FORMATS = ("text", "json", "github")
+FORMATS = ("text", "json", "github", "sarif")

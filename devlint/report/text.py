@@ -27,6 +27,8 @@ def render(run: RunSummary, out: TextIO, options: ReportOptions) -> None:
         _render_statistics(run, out)
     if options.quiet:
         return
+    if run.fixed:
+        out.write(f"Fixed {_plural(run.fixed, 'problem')}, {len(run.findings)} remaining.\n")
     if run.findings:
         files = len({finding.path for finding in run.findings})
         out.write(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Optional
 
@@ -37,6 +38,9 @@ class Rule:
     fixable: ClassVar[bool] = False
     # A file none of these strings appear in cannot produce a finding, so it is never parsed.
     trigger_tokens: ClassVar[tuple[str, ...]] = ()
+    # Further text tests, every one of which must match for a finding to be possible (a device
+    # move, a tensor factory): where one fails the rule is skipped, and so perhaps the parse.
+    required_patterns: ClassVar[tuple[re.Pattern[str], ...]] = ()
     VALID: ClassVar[tuple[str, ...]] = ()
     INVALID: ClassVar[tuple[Invalid, ...]] = ()
 
@@ -60,6 +64,13 @@ class Rule:
     ) -> None:
         """Report ``node``; ``{line0}``, ``{line1}``... in the message become cited nodes' lines."""
         self.context.report(self.code, self.name, node, message, cited, fix)
+
+    @classmethod
+    def may_fire(cls, source: str) -> bool:
+        """Cheap text test: False only where the rule cannot fire on ``source``."""
+        if cls.trigger_tokens and not any(token in source for token in cls.trigger_tokens):
+            return False
+        return all(pattern.search(source) for pattern in cls.required_patterns)
 
     @classmethod
     def documentation(cls) -> str:

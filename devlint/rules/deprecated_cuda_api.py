@@ -1,10 +1,13 @@
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
 from devlint.analysis.names import dotted_name
+from devlint.context import NodeEdit, RawFix
+from devlint.diagnostics import Applicability
 from devlint.rules.base import Invalid, Rule
 
 if TYPE_CHECKING:
@@ -13,6 +16,13 @@ if TYPE_CHECKING:
 _AUTOCAST = 'torch.amp.autocast("cuda", ...)'
 _GRAD_SCALER = 'torch.amp.GradScaler("cuda", ...)'
 
+# Pure renames: the fix writes the new name where the old one stood.
+RENAMES: dict[str, str] = {
+    "torch.cuda.memory_cached": "memory_reserved",
+    "torch.cuda.memory.memory_cached": "memory_reserved",
+    "torch.cuda.max_memory_cached": "max_memory_reserved",
+    "torch.cuda.memory.max_memory_cached": "max_memory_reserved",
+}
 # What torch's own source marks `@deprecated` under torch.cuda, and what replaces it.
 REPLACEMENTS: dict[str, str] = {
     "torch.cuda.memory_cached": "torch.cuda.memory_reserved",
@@ -56,12 +66,18 @@ class DeprecatedCudaApi(Rule):
     ```
 
     ## Fix safety
-    No automatic fix yet.
+    `memory_cached` and `max_memory_cached` are renamed `memory_reserved` and
+    `max_memory_reserved`: a **safe** fix, for aliases too (`from torch.cuda
+    import memory_cached as mc` has its import fixed and its call sites left as
+    they are; a plain import is renamed together with its uses). The
+    `torch.cuda.amp` replacements take a new argument and are not fixed
+    automatically.
     """
 
     code = "DEV002"
     name = "deprecated-cuda-api"
     summary = "deprecated torch.cuda API"
+    fixable = True
     trigger_tokens = (
         "memory_cached", "autocast", "GradScaler", "custom_fwd", "custom_bwd",
         "_set_allocator_settings",
@@ -82,10 +98,16 @@ class DeprecatedCudaApi(Rule):
             2,
             7,
             "renamed `torch.cuda.memory_reserved`",
+            fixed="import torch\nprint(torch.cuda.memory_reserved(device=device))",
         ),
         Invalid("import torch as t\nt.cuda.max_memory_cached()", 2, 1, "max_memory_reserved"),
         Invalid("from torch import cuda\ncuda.memory_cached()", 2, 1),
-        Invalid("from torch.cuda import memory_cached as mc\nmc()\nmc()", 1, 24),
+        Invalid(
+            "from torch.cuda import memory_cached as mc\nmc()\nmc()",
+            1,
+            24,
+            fixed="from torch.cuda import memory_reserved as mc\nmc()\nmc()",
+        ),
         Invalid("import torch\nscaler = torch.cuda.amp.GradScaler()", 2, 10, "GradScaler"),
         Invalid("import torch\n@torch.cuda.amp.autocast()\ndef f(): pass", 2, 2, "autocast"),
         Invalid("import torch.cuda.amp as amp\nwith amp.autocast():\n    pass", 2, 6),
@@ -95,13 +117,15 @@ class DeprecatedCudaApi(Rule):
         super().begin_file(context)
         self._inside_import = 0
         self._attribute_names: set[int] = set()
+        # A plain `from torch.cuda import memory_cached` and its uses are renamed together.
+        self._plain_imports: dict[str, list[tuple[cst.CSTNode, cst.Name, str]]] = {}
 
     def visit_Import(self, node: cst.Import) -> None:
         self._inside_import += 1
         for alias in node.names:
             module = dotted_name(alias.name)
             if module in REPLACEMENTS:
-                self._report_use(alias, module)
+                self._report_use(alias, module, None)
 
     def leave_Import(self, original_node: cst.Import) -> None:
         self._inside_import -= 1
@@ -113,8 +137,14 @@ class DeprecatedCudaApi(Rule):
         module = dotted_name(node.module)
         for alias in node.names:
             qualified = f"{module}.{dotted_name(alias.name)}"
-            if qualified in REPLACEMENTS:
-                self._report_use(alias, qualified)
+            if qualified not in REPLACEMENTS or not isinstance(alias.name, cst.Name):
+                continue
+            if alias.asname is None:
+                self._plain_imports.setdefault(alias.name.value, []).append(
+                    (alias, alias.name, qualified)
+                )
+            else:
+                self._report_use(alias, qualified, alias.name)
 
     def leave_ImportFrom(self, original_node: cst.ImportFrom) -> None:
         self._inside_import -= 1
@@ -125,7 +155,7 @@ class DeprecatedCudaApi(Rule):
             return
         qualified = self.context.names.qualified_name(node)
         if qualified in REPLACEMENTS:
-            self._report_use(node, qualified)
+            self._report_use(node, qualified, node.attr)
 
     def visit_Name(self, node: cst.Name) -> None:
         if self._inside_import or id(node) in self._attribute_names:
@@ -133,11 +163,33 @@ class DeprecatedCudaApi(Rule):
         qualified = self.context.names.qualified_name(node)
         # An alias (`as mc`) is reported once, at its import: its call sites stay as they are.
         if qualified in REPLACEMENTS and qualified.rsplit(".", 1)[-1] == node.value:
-            self._report_use(node, qualified)
+            self._plain_imports.setdefault(node.value, []).append((node, node, qualified))
 
-    def _report_use(self, node: cst.CSTNode, qualified: str) -> None:
+    def leave_Module(self, original_node: cst.Module) -> None:
+        for uses in self._plain_imports.values():
+            renames = [(name, qualified) for _, name, qualified in uses]
+            for reported, _, qualified in uses:
+                self._report_use(reported, qualified, None, renames)
+
+    def _report_use(
+        self,
+        node: cst.CSTNode,
+        qualified: str,
+        renamed: Optional[cst.Name],
+        renames: Sequence[tuple[cst.Name, str]] = (),
+    ) -> None:
         replacement = REPLACEMENTS[qualified]
         shown = qualified.replace(".memory.", ".").replace(".autocast_mode.", ".")
         shown = shown.replace(".grad_scaler.", ".")
         verb = "renamed" if "(" not in replacement else "use"
-        self.report(node, f"`{shown}` is deprecated: {verb} `{replacement}`")
+        if renamed is not None:
+            renames = [(renamed, qualified)]
+        edits = tuple(
+            NodeEdit.replace(name, RENAMES[name_qualified])
+            for name, name_qualified in renames
+            if name_qualified in RENAMES
+        )
+        fix = None
+        if edits and len(edits) == len(renames):
+            fix = RawFix(Applicability.SAFE, f"Rename to `{RENAMES[qualified]}`", edits)
+        self.report(node, f"`{shown}` is deprecated: {verb} `{replacement}`", fix=fix)

@@ -4,6 +4,8 @@ import libcst as cst
 
 from devlint.analysis.operations import Citations
 from devlint.analysis.values import Kind, Where
+from devlint.context import NodeEdit, RawFix
+from devlint.diagnostics import Applicability
 from devlint.rules.base import Invalid, Rule
 
 _MOVES = frozenset({"to", "cuda", "cpu"})
@@ -39,12 +41,14 @@ class DiscardedDeviceMove(Rule):
     ```
 
     ## Fix safety
-    No automatic fix yet.
+    `x.to(d)` becomes `x = x.to(d)` when `x` is a plain name: an **unsafe** fix,
+    since code below that relied on `x` staying where it was changes behaviour.
     """
 
     code = "DEV004"
     name = "discarded-device-move"
     summary = "tensor device move whose result is thrown away"
+    fixable = True
     trigger_tokens = (".to(", ".cuda(", ".cpu(")
 
     VALID = (
@@ -74,7 +78,12 @@ class DiscardedDeviceMove(Rule):
             4,
             5,
         ),
-        Invalid("import torch\ncentroids = torch.rand(3, 4)\ncentroids.cuda()", 3, 1),
+        Invalid(
+            "import torch\ncentroids = torch.rand(3, 4)\ncentroids.cuda()",
+            3,
+            1,
+            fixed="import torch\ncentroids = torch.rand(3, 4)\ncentroids = centroids.cuda()",
+        ),
         Invalid("import torch\nx = torch.zeros(3).float()\nx.to(torch.float16)", 3, 1),
     )
 
@@ -92,9 +101,14 @@ class DiscardedDeviceMove(Rule):
         place = "the CPU" if receiver.where is Where.CPU else "where it was"
         evidence = citations.of(receiver.placement)
         stays = f"`{name}` stays on {place}" + (f" ({evidence})" if evidence else "")
+        fix = None
+        if isinstance(call.func.value, cst.Name):
+            assignment = NodeEdit.insert_before(call, f"{name} = ")
+            fix = RawFix(Applicability.UNSAFE, f"Assign the result to `{name}`", (assignment,))
         self.report(
             call,
             f"`{self.context.source_of(call)}` returns a moved copy that is thrown away: {stays}; "
             f"assign it: `{name} = {self.context.source_of(call)}`",
             citations.cited(),
+            fix,
         )

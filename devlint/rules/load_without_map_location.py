@@ -3,6 +3,8 @@ from __future__ import annotations
 import libcst as cst
 
 from devlint.analysis.devices import argument, has_star_kwargs
+from devlint.context import NodeEdit, RawFix
+from devlint.diagnostics import Applicability
 from devlint.rules.base import Invalid, Rule
 
 
@@ -30,12 +32,15 @@ class LoadWithoutMapLocation(Rule):
     ```
 
     ## Fix safety
-    No automatic fix yet.
+    `map_location="cpu"` is added (or replaces `map_location=None`): an
+    **unsafe** fix, because it changes where the loaded tensors land: code that
+    expected them on the GPU must now move them.
     """
 
     code = "DEV008"
     name = "load-without-map-location"
     summary = "torch.load without map_location"
+    fixable = True
     trigger_tokens = ("load(",)
 
     VALID = (
@@ -49,8 +54,18 @@ class LoadWithoutMapLocation(Rule):
     )
     INVALID = (
         Invalid("import torch\nstate = torch.load('ckpt.pt')", 2, 9, "map_location"),
-        Invalid("import torch\nstate = torch.load('ckpt.pt', map_location=None)", 2, 9),
-        Invalid("from torch import load\nstate = load(f)", 2, 9),
+        Invalid(
+            "import torch\nstate = torch.load('ckpt.pt', map_location=None)",
+            2,
+            9,
+            fixed="import torch\nstate = torch.load('ckpt.pt', map_location=\"cpu\")",
+        ),
+        Invalid(
+            "from torch import load\nstate = load(f)",
+            2,
+            9,
+            fixed='from torch import load\nstate = load(f, map_location="cpu")',
+        ),
         Invalid("import torch as th\nm.load_state_dict(th.load(p, weights_only=True))", 2, 19),
     )
 
@@ -66,9 +81,20 @@ class LoadWithoutMapLocation(Rule):
             isinstance(location.value, cst.Name) and location.value.value == "None"
         ):
             return
+        if location is not None:
+            edit = NodeEdit.replace(location.value, '"cpu"')
+        elif node.args:
+            edit = NodeEdit.insert_after(node.args[-1].value, ', map_location="cpu"')
+        else:
+            edit = None
+        fix = None
+        if edit is not None:
+            message = 'Add `map_location="cpu"`: tensors then load on the CPU'
+            fix = RawFix(Applicability.UNSAFE, message, (edit,))
         self.report(
             node,
             f"`{self.context.source_of(node)}` has no `map_location`: a checkpoint saved on a GPU "
             'fails to load on a machine without one; pass `map_location="cpu"` or the target '
             "device",
+            fix=fix,
         )

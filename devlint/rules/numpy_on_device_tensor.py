@@ -4,6 +4,8 @@ import libcst as cst
 
 from devlint.analysis.operations import Citations
 from devlint.analysis.values import Where
+from devlint.context import NodeEdit, RawFix
+from devlint.diagnostics import Applicability
 from devlint.rules.base import Invalid, Rule
 
 
@@ -32,12 +34,15 @@ class NumpyOnDeviceTensor(Rule):
     ```
 
     ## Fix safety
-    No automatic fix yet.
+    `.cpu()` is inserted before `.numpy()` (after `.detach()` where there is one):
+    a **safe** fix, since `.cpu()` on a tensor already on the CPU returns it
+    unchanged.
     """
 
     code = "DEV007"
     name = "numpy-on-device-tensor"
     summary = ".numpy() on a tensor that may be on a GPU"
+    fixable = True
     trigger_tokens = (".numpy(",)
 
     VALID = (
@@ -65,6 +70,8 @@ class NumpyOnDeviceTensor(Rule):
             5,
             9,
             "`preds.detach().cpu().numpy()`",
+            fixed="import torch\nfrom torch import nn\nmodel = nn.Linear(3, 2).cuda()\n"
+            "preds = model(torch.ones(3).cuda())\narray = preds.detach().cpu().numpy()",
         ),
     )
 
@@ -83,4 +90,9 @@ class NumpyOnDeviceTensor(Rule):
             f"`{name}` may be on a GPU ({evidence}) and `.numpy()` needs host memory: "
             f"call `.cpu()` first: `{name}.cpu().numpy()`",
             citations.cited(),
+            RawFix(
+                Applicability.SAFE,
+                "Insert `.cpu()`",
+                (NodeEdit.insert_after(func.value, ".cpu()"),),
+            ),
         )

@@ -8,6 +8,7 @@ from devlint.analysis.devices import argument
 from devlint.analysis.names import dotted_name
 from devlint.analysis.torch_api import FACTORIES, SCALAR_CAPABLE_FACTORIES
 from devlint.rules.base import Invalid, Rule
+from devlint.traversal import visit
 
 # Methods that show the class moves its own tensors, or reads of an attribute that adapt it.
 _SELF_MOVING_METHODS = frozenset({"to", "cuda", "_apply"})
@@ -183,11 +184,11 @@ class _SelfAttributes(cst.CSTVisitor):
 
 def _self_assignments(method: cst.FunctionDef) -> set[str]:
     visitor = _SelfAttributes()
-    method.body.visit(visitor)
+    visit(method.body, visitor)
     return visitor.assigned
 
 
 def _first_plain_use(forward: cst.FunctionDef, attribute: str) -> Optional[cst.CSTNode]:
     visitor = _SelfAttributes(attribute)
-    forward.body.visit(visitor)
+    visit(forward.body, visitor)
     return visitor.first_use

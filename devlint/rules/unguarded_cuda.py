@@ -4,7 +4,10 @@ from typing import Optional
 
 import libcst as cst
 
-from devlint.analysis.devices import argument, cuda_literal
+from devlint.analysis.device_fix import DeviceChoice, DeviceChooser
+from devlint.analysis.devices import argument, cuda_literal, string_value
+from devlint.context import FileContext, NodeEdit, RawFix
+from devlint.diagnostics import Applicability
 from devlint.rules.base import Invalid, Rule
 
 _GUARDED_DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")'
@@ -43,12 +46,22 @@ class UnguardedCuda(Rule):
     ```
 
     ## Fix safety
-    No automatic fix yet.
+    `.cuda()` becomes `.to(device)`, `.to("cuda")` becomes `.to(device)` and
+    `device="cuda"` becomes `device=device`, reusing the device already in scope:
+    a `device` parameter, a `self.device` the class sets, or a module-level
+    `device = ...`. That is a **safe** fix. Where none exists, one sound
+    definition is inserted after the imports,
+    `device = torch.device("cuda" if torch.cuda.is_available() else "cpu")`
+    (adding `import torch` when needed, keeping the alias in use, and never
+    reusing a name the file already has): an **unsafe** fix, applied with
+    `--unsafe-fixes`. `torch.device("cuda")` becomes the guarded expression, and
+    `.cuda(i)` and `"cuda:N"` keep their index under the guard: safe fixes.
     """
 
     code = "DEV001"
     name = "unguarded-cuda"
     summary = "CUDA used with no availability check"
+    fixable = True
     trigger_tokens = ("cuda",)
 
     VALID = (
@@ -108,19 +121,67 @@ class UnguardedCuda(Rule):
         "s = 'model.cuda()'",
     )
     INVALID = (
-        Invalid("model = Net().cuda()", 1, 9, "`Net().cuda()`"),
+        Invalid(
+            "import torch\nmodel = Net().cuda()",
+            2,
+            9,
+            "`Net().cuda()`",
+            fixed='import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            "model = Net().to(device)",
+        ),
+        Invalid(
+            "import torch\ndef train(model, device):\n    model.cuda()",
+            3,
+            5,
+            fixed="import torch\ndef train(model, device):\n    model.to(device)",
+        ),
         Invalid("x = x.to('cuda')", 1, 5, "`.to('cuda')`"),
+        Invalid(
+            "import torch\ndevice = torch.device(args.device)\nx = x.to('cuda', non_blocking=True)",
+            3,
+            5,
+            fixed="import torch\ndevice = torch.device(args.device)\nx = x.to(device, non_blocking=True)",
+        ),
         Invalid('x = x.to("cuda:0")', 1, 5),
-        Invalid("import torch\ndevice = torch.device('cuda')", 2, 10, "torch.device"),
+        Invalid(
+            "import torch\ndevice = torch.device('cuda')",
+            2,
+            10,
+            "torch.device",
+            fixed="import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')",
+        ),
         Invalid("import torch\nx = torch.zeros(3, device='cuda')", 2, 20, "device='cuda'"),
         Invalid("import torch\nif torch.cuda.is_available():\n    pass\nelse:\n    x.cuda()", 5, 5),
         Invalid("import torch\nif torch.cuda.is_available():\n    pass\nx = x.cuda(0)", 4, 5),
         Invalid("def f(x):\n    return x.cuda()\nif args.cuda:\n    pass", 2, 12),
         Invalid("try:\n    x = x.cuda()\nexcept KeyboardInterrupt:\n    pass", 2, 9),
-        Invalid("import torch as t\ndev = t.device('cuda', 0)", 2, 7),
+        Invalid(
+            "import torch as t\ndev = t.device('cuda', 0)",
+            2,
+            7,
+            fixed="import torch as t\ndev = (t.device('cuda', 0) if t.cuda.is_available() else t.device(\"cpu\"))",
+        ),
+        Invalid(
+            "import torch as t\ny = x.cuda(1, non_blocking=True)",
+            2,
+            5,
+            fixed='import torch as t\ny = x.to(t.device("cuda", 1) if t.cuda.is_available() else "cpu", non_blocking=True)',
+        ),
+        Invalid(
+            "from torch import nn\nnet = nn.Linear(2, 2).cuda()",
+            2,
+            7,
+            fixed="from torch import nn\nimport torch\n"
+            'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            "net = nn.Linear(2, 2).to(device)",
+        ),
         Invalid("xs = map(lambda t: t.cuda(), xs)", 1, 20),
         Invalid("import torch\ndef get_device():\n    return torch.device('cuda')", 3, 12),
     )
+
+    def begin_file(self, context: FileContext) -> None:
+        super().begin_file(context)
+        self._chooser = DeviceChooser(context)
 
     def visit_Call(self, node: cst.Call) -> None:
         if self.context.guards.guarded:
@@ -131,6 +192,7 @@ class UnguardedCuda(Rule):
                 node,
                 f"{construct} fails on a machine without CUDA and no availability check guards it; "
                 f"move to a chosen device instead: {_GUARDED_DEVICE}",
+                fix=self._construct_fix(node),
             )
             return
         for arg in node.args:
@@ -142,6 +204,7 @@ class UnguardedCuda(Rule):
                         f"`device={self.context.source_of(arg.value)}` fails on a machine "
                         f"without CUDA and no availability check guards it; pass a device "
                         f"chosen at run time: {_GUARDED_DEVICE}",
+                        fix=self._literal_fix(arg.value),
                     )
 
     def _cuda_construct(self, node: cst.Call) -> Optional[str]:
@@ -160,3 +223,93 @@ class UnguardedCuda(Rule):
             if target is not None and cuda_literal(target.value) is not None:
                 return f"`{self.context.source_of(node)}`"
         return None
+
+    # -- fixes ------------------------------------------------------------------------
+
+    def _choice(self) -> Optional[DeviceChoice]:
+        scopes = self.context.scopes
+        return self._chooser.choose(
+            scopes.current_parameters(), scopes.current_class_sets("device")
+        )
+
+    def _torch(self) -> Optional[str]:
+        return self.context.names.local_name_for("torch")
+
+    def _construct_fix(self, node: cst.Call) -> Optional[RawFix]:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "cuda":
+            return self._cuda_method_fix(node, func)
+        target = argument(node, 0, "device" if isinstance(func, cst.Attribute) else "type")
+        if target is None:
+            return None
+        if isinstance(func, cst.Attribute) and func.attr.value == "to":
+            return self._literal_fix(target.value)
+        # torch.device("cuda"...): guard the literal, or the whole call when it has an index.
+        torch = self._torch()
+        if torch is None:
+            return None
+        if argument(node, 1, "index") is None:
+            return self._guarded_literal_fix(target.value, torch)
+        code = self.context.module.code_for_node(node)
+        guarded = f'({code} if {torch}.cuda.is_available() else {torch}.device("cpu"))'
+        return _fix(
+            Applicability.SAFE, "Fall back to the CPU without CUDA", NodeEdit.replace(node, guarded)
+        )
+
+    def _cuda_method_fix(self, node: cst.Call, func: cst.Attribute) -> Optional[RawFix]:
+        """`x.cuda()` becomes `x.to(device)`; `x.cuda(i)` keeps its index under the guard."""
+        index = argument(node, 0, "device")
+        others = [self._arg_text(arg) for arg in node.args if arg is not index]
+        if index is not None:
+            torch = self._torch()
+            if torch is None:
+                return None
+            target = (
+                f'{torch}.device("cuda", {self.context.module.code_for_node(index.value)}) '
+                f'if {torch}.cuda.is_available() else "cpu"'
+            )
+            edits: tuple[NodeEdit, ...] = ()
+            applicability = Applicability.SAFE
+        else:
+            choice = self._choice()
+            if choice is None:
+                return None
+            target, edits = choice.expression, choice.inserted
+            applicability = Applicability.SAFE if choice.safe else Applicability.UNSAFE
+        call = f".to({', '.join([target, *others])})"
+        tail = NodeEdit.between_ends(func.value, node, call)
+        return _fix(applicability, f"Replace with `{call}`", tail, *edits)
+
+    def _literal_fix(self, literal: cst.BaseExpression) -> Optional[RawFix]:
+        """`"cuda"` becomes the device in scope; `"cuda:N"` keeps its index under the guard."""
+        if string_value(literal) is None:
+            return None  # an f-string such as f"cuda:{rank}" is the caller's choice
+        if string_value(literal) != "cuda":
+            torch = self._torch()
+            return None if torch is None else self._guarded_literal_fix(literal, torch)
+        choice = self._choice()
+        if choice is None:
+            return None
+        applicability = Applicability.SAFE if choice.safe else Applicability.UNSAFE
+        edit = NodeEdit.replace(literal, choice.expression)
+        return _fix(applicability, f"Use `{choice.expression}`", edit, *choice.inserted)
+
+    def _guarded_literal_fix(self, literal: cst.BaseExpression, torch: str) -> RawFix:
+        code = self.context.module.code_for_node(literal)
+        quote = code[-1]
+        guarded = f"{code} if {torch}.cuda.is_available() else {quote}cpu{quote}"
+        return _fix(
+            Applicability.SAFE,
+            "Fall back to the CPU without CUDA",
+            NodeEdit.replace(literal, guarded),
+        )
+
+    def _arg_text(self, arg: cst.Arg) -> str:
+        bare = arg.with_changes(
+            comma=cst.MaybeSentinel.DEFAULT, whitespace_after_arg=cst.SimpleWhitespace("")
+        )
+        return self.context.module.code_for_node(bare).strip()
+
+
+def _fix(applicability: Applicability, message: str, *edits: NodeEdit) -> RawFix:
+    return RawFix(applicability, message, tuple(edits))
