@@ -40,6 +40,7 @@ def cli() -> None:
 
 _SELECTOR_HELP = "Comma-separated rule codes or prefixes (DEV001, DEV00, ALL); repeatable."
 _FORCE_EXCLUDE_HELP = "Apply excludes to paths named on the command line too (for pre-commit)."
+_EXIT_ON_FIX_HELP = "Exit 1 when a fix changed a file, even if nothing remains (pre-commit)."
 _CONFIG_HELP = "A pyproject.toml (its [tool.devlint]) or devlint.toml to use for every file."
 _BASELINE_HELP = "Report only the findings this baseline file does not record."
 _WRITE_BASELINE_HELP = "Record the findings in this baseline file (for legacy code) and exit 0."
@@ -68,8 +69,7 @@ _BASELINE_PATH = click.Path(path_type=Path, dir_okay=False)
 @click.option("--fix", is_flag=True, help="Apply the safe fixes.")
 @click.option("--unsafe-fixes", is_flag=True, help="With --fix or --diff, apply unsafe fixes too.")
 @click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing.")
-@click.option("--exit-non-zero-on-fix", is_flag=True,
-              help="Exit 1 when a fix changed a file, even if nothing remains (for pre-commit).")  # fmt: skip
+@click.option("--exit-non-zero-on-fix", is_flag=True, help=_EXIT_ON_FIX_HELP)
 def check(
     paths: tuple[Path, ...],
     select: tuple[str, ...],
@@ -105,8 +105,11 @@ def check(
         if reading_stdin and (fix or diff):
             _fix_stdin(stdin_filename or "-", resolver, unsafe_fixes, diff)
         if fix or diff:
-            _fix_paths(paths or (Path("."),), resolver, force_exclude, unsafe_fixes, diff,
-                       exit_non_zero_on_fix, exit_zero, output_format, quiet, statistics)  # fmt: skip
+            targets = paths or (Path("."),)
+            _fix_paths(
+                targets, resolver, force_exclude, unsafe_fixes, diff,
+                exit_non_zero_on_fix, exit_zero, output_format, quiet, statistics,
+            )  # fmt: skip
         if reading_stdin:
             data = click.get_binary_stream("stdin").read()
             summary = lint_stdin(data, stdin_filename or "-", resolver, force_exclude)

@@ -159,7 +159,7 @@ def encode_like(text: str, original: bytes) -> bytes:
 
 
 def write_atomically(path: Path, original: bytes, data: bytes) -> Optional[str]:
-    """Replace ``path`` with ``data`` unless it changed since ``original`` was read; keep its mode."""
+    """Replace ``path`` with ``data`` unless it changed since ``original`` was read; keep mode."""
     try:
         mode = stat.S_IMODE(os.stat(path).st_mode)
         descriptor, temporary = tempfile.mkstemp(

@@ -77,16 +77,13 @@ def _leading_imports_end(body: Sequence[cst.CSTNode]) -> Optional[cst.CSTNode]:
     """The last statement of the file's opening docstring-and-imports block."""
     last: Optional[cst.CSTNode] = None
     for index, statement in enumerate(body):
-        if isinstance(statement, cst.SimpleStatementLine) and all(
+        imports = isinstance(statement, cst.SimpleStatementLine) and all(
             isinstance(small, (cst.Import, cst.ImportFrom)) for small in statement.body
-        ):
-            last = statement
-        elif index == 0 and _is_docstring(statement):
-            last = statement
-        elif isinstance(statement, cst.Try) and _only_imports(statement.body):
-            last = statement
-        else:
+        )
+        guarded_imports = isinstance(statement, cst.Try) and _only_imports(statement.body)
+        if not (imports or guarded_imports or (index == 0 and _is_docstring(statement))):
             break
+        last = statement
     return last
 
 

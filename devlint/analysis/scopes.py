@@ -125,7 +125,7 @@ class ScopeTracker:
         return [] if function is None else [p.name.value for p in _parameters(function.params)]
 
     def binds_locally(self, name: str) -> bool:
-        """Whether the current function binds ``name`` anywhere (Python makes it local throughout)."""
+        """Whether the current function binds ``name`` anywhere (then it is local throughout)."""
         function = self.current_function()
         if function is None:
             return False
