@@ -18,7 +18,7 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Iterator
-from typing import Optional, Union
+from typing import ClassVar, Optional, Union
 
 import libcst as cst
 
@@ -207,8 +207,11 @@ def _is_gpu_only_definition(
     node: Union[cst.FunctionDef, cst.ClassDef], classifier: ConditionClassifier
 ) -> bool:
     """A GPU-only test (``@skipIf(not cuda)``, ``@requires_cuda``) or a ``*_cuda``/``*gpu*`` def."""
-    if _FLAG_PATTERN.search(node.name.value) and not node.name.value.startswith("__"):
-        return "device" not in node.name.value.lower()
+    name = node.name.value
+    # `get_device()` is where a device gets chosen, not GPU-only code: only the name test skips it.
+    named_for_gpu = bool(_FLAG_PATTERN.search(name)) and "device" not in name.lower()
+    if named_for_gpu and not name.startswith("__"):
+        return True
     return any(classifier.mentions_device(decorator) for decorator in node.decorators)
 
 
@@ -277,6 +280,16 @@ class GuardTracker:
     def leave_attribute(self, node: cst.CSTNode, attribute: str) -> None:
         if self._guards_attribute(node, attribute):
             self._depth -= 1
+
+    # The attributes `_guards_attribute` can answer yes for: traversals announce only these.
+    ATTRIBUTES: ClassVar[dict[type, frozenset[str]]] = {
+        cst.If: frozenset({"body", "orelse"}),
+        cst.IfExp: frozenset({"body", "orelse"}),
+        cst.BooleanOperation: frozenset({"right"}),
+        cst.FunctionDef: frozenset({"body"}),
+        cst.ClassDef: frozenset({"body"}),
+        cst.Try: frozenset({"body"}),
+    }
 
     def _guards_attribute(self, node: cst.CSTNode, attribute: str) -> bool:
         if isinstance(node, (cst.If, cst.IfExp)):

@@ -26,9 +26,11 @@ def _ordinal(node: cst.BaseExpression) -> Optional[int]:
 class HardcodedDeviceOrdinal(Rule):
     """
     ## What it does
-    Flags a GPU index of 1 or more written into the code: `"cuda:1"`,
-    `.cuda(1)`, `torch.device("cuda", 1)`, `device="cuda:2"`,
-    `torch.cuda.set_device(1)`, outside code guarded by a device check.
+    Flags a GPU index of 1 or more written into a move or an allocation:
+    `.to("cuda:1")`, `.cuda(1)`, `.to(torch.device("cuda", 1))`,
+    `device="cuda:2"`, `torch.cuda.set_device(1)`, outside code guarded by a
+    device check. A `torch.device("cuda", 1)` object on its own (compared in a
+    test, passed to a mock) allocates nothing and is not flagged.
 
     ## Why is this bad?
     On a machine with fewer GPUs (a laptop, a single-GPU CI runner) the code
@@ -64,12 +66,14 @@ class HardcodedDeviceOrdinal(Rule):
         "import torch\nif torch.cuda.device_count() > 1:\n    x = x.to('cuda:1')",
         "name = 'cuda:1'",
         "import torch\ntorch.cuda.set_device(local_rank)",
+        "import torch\nassert strategy.root_device == torch.device('cuda', 2)",
+        "import torch\nexpected = [torch.device('cuda:1')]",
     )
     INVALID = (
         Invalid("x = x.to('cuda:1')", 1, 10, '`"cuda:1"`'),
         Invalid("x = x.cuda(1)", 1, 12),
-        Invalid("import torch\nd = torch.device('cuda', 1)", 2, 26),
-        Invalid("import torch\nd = torch.device('cuda:2')", 2, 18),
+        Invalid("import torch\nx = x.to(torch.device('cuda', 1))", 2, 31),
+        Invalid("import torch\nx = torch.ones(2, device=torch.device('cuda:2'))", 2, 39),
         Invalid("import torch\nx = torch.zeros(3, device='cuda:3')", 2, 27),
         Invalid("import torch\ntorch.cuda.set_device(1)", 2, 23),
     )
@@ -88,30 +92,35 @@ class HardcodedDeviceOrdinal(Rule):
                 )
 
     def _ordinal_literals(self, node: cst.Call) -> list[cst.BaseExpression]:
-        literals: list[cst.BaseExpression] = []
+        """Literals naming the device a call moves to or allocates on."""
         func = node.func
         qualified = self.context.names.qualified_name(func)
-        if (
+        targets: list[cst.BaseExpression] = []
+        is_move = (
             isinstance(func, cst.Attribute)
             and qualified is None
             and func.attr.value in ("to", "cuda")
-        ):
-            target = argument(node, 0, "device")
-            if target is not None:
-                literals.append(target.value)
-        elif qualified == "torch.device":
-            first, index = argument(node, 0, "type"), argument(node, 1, "index")
-            if first is not None and index is not None:
-                literals.append(index.value)
-            elif first is not None:
-                literals.append(first.value)
-        elif qualified in _INDEX_CALLS:
-            target = argument(node, 0, "device")
-            if target is not None:
-                literals.append(target.value)
-        literals.extend(
-            arg.value
-            for arg in node.args
-            if arg.keyword is not None and arg.keyword.value == "device" and string_value(arg.value)
         )
-        return literals
+        if is_move or qualified in _INDEX_CALLS:
+            target = argument(node, 0, "device")
+            if target is not None:
+                targets.append(target.value)
+        if qualified != "torch.device":
+            targets.extend(
+                arg.value
+                for arg in node.args
+                if arg.keyword is not None and arg.keyword.value == "device"
+            )
+        return [literal for target in targets for literal in self._device_literals(target)]
+
+    def _device_literals(self, target: cst.BaseExpression) -> list[cst.BaseExpression]:
+        """`"cuda:1"`, `1`, or the index inside `torch.device("cuda", 1)` / `torch.device("cuda:1")`."""
+        if (
+            isinstance(target, cst.Call)
+            and self.context.names.qualified_name(target.func) == "torch.device"
+        ):
+            index = argument(target, 1, "index")
+            first = argument(target, 0, "type")
+            chosen = index if index is not None else first
+            return [chosen.value] if chosen is not None else []
+        return [target]

@@ -97,6 +97,7 @@ class UnguardedCuda(Rule):
         "@pytest.mark.skipif(not torch.cuda.is_available(), reason='gpu')\n"
         "def test_move():\n    torch.ones(1).cuda()",
         "@requires_cuda\ndef test_move():\n    torch.ones(1).cuda()",
+        "@RunIf(min_cuda_gpus=2)\ndef test_cuda_current_device():\n    model.cuda(1)",
         "import pytest, torch\n"
         "pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason='gpu')\n"
         "def test_move():\n    torch.ones(1).cuda()",
