@@ -6,10 +6,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Optional
 
+from devlint.cache import Cache
 from devlint.config import ConfigResolver
 from devlint.diagnostics import FileResult, Finding
 from devlint.discovery import iter_python_files
 from devlint.engine import RuleSet, Unreadable, lint_source, unreadable_result
+from devlint.parallel import Task, lint_tasks
 from devlint.progress import ProgressCallback
 from devlint.report import RunSummary
 
@@ -53,15 +55,37 @@ def lint_paths(
     resolver: ConfigResolver,
     force_exclude: bool,
     progress: Optional[ProgressCallback] = None,
+    jobs: int = 1,
+    cache_dir: Optional[Path] = None,
 ) -> RunSummary:
-    """Lint every Python file under ``paths``; ``progress(done, total)`` follows each file."""
-    linter = Linter(resolver)
-    summary = RunSummary()
+    """Lint every Python file under ``paths``; ``progress(done, total)`` follows each file.
+
+    ``jobs`` processes share the files; with a ``cache_dir``, unchanged files are not linted
+    again. The summary lists files in discovery order, whichever finished first.
+    """
     files = list(iter_python_files(paths, resolver, force_exclude))  # the total, for progress
-    for done, path in enumerate(files, 1):
-        _collect(summary, linter.lint_file(path))
+    cache = Cache(cache_dir) if cache_dir is not None else None
+    results: list[Optional[FileResult]] = [None] * len(files)
+    tasks: dict[int, Task] = {}
+    for index, path in enumerate(files):
+        codes = resolver.settings_for(path).codes_for(path)
+        results[index] = cache.lookup(path, codes, str(path)) if cache is not None else None
+        if results[index] is None:
+            tasks[index] = Task(index, path, codes)
+    done = len(files) - len(tasks)
+    for index, result, stamp in lint_tasks(list(tasks.values()), jobs):
+        results[index] = result
+        if cache is not None and stamp is not None:
+            cache.store(files[index], tasks[index].codes, stamp, result)
+        done += 1
         if progress is not None:
             progress(done, len(files))
+    if cache is not None:
+        cache.save()
+    summary = RunSummary()
+    for result in results:
+        assert result is not None, "every file has a result"
+        _collect(summary, result)
     summary.findings.sort(key=Finding.sort_key)
     return summary
 

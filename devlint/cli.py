@@ -6,22 +6,27 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn, Optional
+from typing import TYPE_CHECKING, NoReturn, Optional
 
 import click
 
 from devlint import __version__
 from devlint.api import lint_paths, lint_stdin
 from devlint.baseline import BaselineError, SourceLines, load_baseline, new_findings
+from devlint.cache import find_cache_dir
 from devlint.config import ConfigError, ConfigResolver, RuleSelection, split_selectors
 from devlint.discovery import PathError
+from devlint.parallel import default_jobs
 from devlint.progress import progress_bar
 from devlint.report import FORMATS, ReportOptions, RunSummary, renderer
 from devlint.rule_info import explanation, rule_to_json, rules_table, style_markdown
 from devlint.rules import ALL_RULES, RULES_BY_CODE
 
+if TYPE_CHECKING:  # the runtime companion is imported only when used
+    from devlint.runtime.confirm import ConfirmOptions
+
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-_SUBCOMMANDS = ("check", "explain", "rules")
+_SUBCOMMANDS = ("check", "explain", "rules", "confirm")
 
 
 def _fail(message: str) -> NoReturn:
@@ -45,6 +50,7 @@ _CONFIG_HELP = "A pyproject.toml (its [tool.devlint]) or devlint.toml to use for
 _BASELINE_HELP = "Report only the findings this baseline file does not record."
 _WRITE_BASELINE_HELP = "Record the findings in this baseline file (for legacy code) and exit 0."
 _BASELINE_PATH = click.Path(path_type=Path, dir_okay=False)
+_CONFIRM_HELP = "Also run the code and give each finding a verdict (as `devlint confirm`)."
 
 
 @cli.command()
@@ -58,6 +64,8 @@ _BASELINE_PATH = click.Path(path_type=Path, dir_okay=False)
 @click.option("--statistics", is_flag=True, help="Count the findings per rule.")
 @click.option("-q", "--quiet", is_flag=True, help="Print the findings and nothing else.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the cache.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
+              help="Processes to lint with (default: one per CPU).")  # fmt: skip
 @click.option("--no-progress", is_flag=True, help="No progress bar (else shown on a terminal).")
 @click.option("--baseline", "baseline_file", type=_BASELINE_PATH, help=_BASELINE_HELP)
 @click.option("--write-baseline", "write_baseline_file", type=_BASELINE_PATH,
@@ -70,6 +78,7 @@ _BASELINE_PATH = click.Path(path_type=Path, dir_okay=False)
 @click.option("--unsafe-fixes", is_flag=True, help="With --fix or --diff, apply unsafe fixes too.")
 @click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing.")
 @click.option("--exit-non-zero-on-fix", is_flag=True, help=_EXIT_ON_FIX_HELP)
+@click.option("--confirm", "confirm_findings", is_flag=True, help=_CONFIRM_HELP)
 def check(
     paths: tuple[Path, ...],
     select: tuple[str, ...],
@@ -80,6 +89,7 @@ def check(
     statistics: bool,
     quiet: bool,
     no_cache: bool,
+    jobs: Optional[int],
     no_progress: bool,
     baseline_file: Optional[Path],
     write_baseline_file: Optional[Path],
@@ -90,6 +100,7 @@ def check(
     unsafe_fixes: bool,
     diff: bool,
     exit_non_zero_on_fix: bool,
+    confirm_findings: bool,
 ) -> None:
     """Lint PATHS (default: the current folder) and report device bugs."""
     selection = RuleSelection(
@@ -99,6 +110,11 @@ def check(
     )
     try:
         resolver = ConfigResolver(selection, config_file)
+        if confirm_findings:
+            from devlint.runtime.confirm import ConfirmOptions
+
+            confirm_format = "json" if output_format == "json" else "text"
+            _run_confirm(paths or (Path("."),), resolver, ConfirmOptions(), confirm_format, quiet)
         recorded = load_baseline(baseline_file) if baseline_file else None  # fails before linting
         lines = SourceLines()
         reading_stdin = paths == (Path("-"),) or bool(stdin_filename and not paths)
@@ -116,7 +132,10 @@ def check(
             lines = SourceLines({stdin_filename or "-": data})
         else:
             with progress_bar(enabled=not (quiet or no_progress)) as progress:
-                summary = lint_paths(paths or (Path("."),), resolver, force_exclude, progress)
+                summary = lint_paths(
+                    paths or (Path("."),), resolver, force_exclude, progress,
+                    jobs=jobs or default_jobs(), cache_dir=None if no_cache else find_cache_dir(),
+                )  # fmt: skip
         if write_baseline_file is not None:
             _write_baseline(summary, write_baseline_file, lines, quiet)
         if baseline_file is not None and recorded is not None:
@@ -226,6 +245,81 @@ def list_rules(output_format: str) -> None:
         click.echo(json.dumps([rule_to_json(rule) for rule in ALL_RULES], indent=2))
         return
     click.echo(rules_table(ALL_RULES, click.get_text_stream("stdout").isatty()), nl=False)
+
+
+_PROFILE_HELP = "Run under this profile (repeatable); default: those each finding's rule needs."
+_TESTS_HELP = "Run the project's test suite with pytest (default: when a folder is named)."
+_ROOT_HELP = "The project folder copied for each run (default: the nearest pyproject.toml/.git)."
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@click.option("--profile", "profiles", multiple=True,
+              type=click.Choice(("cpu-host", "vgpu", "gpu")), help=_PROFILE_HELP)  # fmt: skip
+@click.option("--entry", "functions", multiple=True, metavar="MODULE:FUNCTION",
+              help="Also run this function, with no arguments (repeatable).")  # fmt: skip
+@click.option("--tests/--no-tests", default=None, help=_TESTS_HELP)
+@click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds per run.")
+@click.option("--memory-mb", type=int, default=8192, show_default=True,
+              help="Address-space limit of each run.")  # fmt: skip
+@click.option("--root", type=click.Path(file_okay=False, path_type=Path), help=_ROOT_HELP)
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Runs at once.")  # fmt: skip
+@click.option("--select", multiple=True, help=f"Enable only these rules. {_SELECTOR_HELP}")
+@click.option("--ignore", multiple=True, help=f"Disable these rules. {_SELECTOR_HELP}")
+@click.option("--format", "output_format", type=click.Choice(("text", "json")), default="text",
+              show_default=True, help="Output format.")  # fmt: skip
+@click.option("-q", "--quiet", is_flag=True, help="No progress messages.")
+@click.option("--config", "config_file", type=click.Path(path_type=Path, dir_okay=False),
+              help=_CONFIG_HELP)  # fmt: skip
+def confirm(
+    paths: tuple[Path, ...],
+    profiles: tuple[str, ...],
+    functions: tuple[str, ...],
+    tests: Optional[bool],
+    timeout: float,
+    memory_mb: int,
+    root: Optional[Path],
+    jobs: int,
+    select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    output_format: str,
+    quiet: bool,
+    config_file: Optional[Path],
+) -> None:
+    """Lint PATHS, run the code, and say which findings are real.
+
+    Each script (and the test suite, and each --entry) runs in a child process in a temporary
+    copy of the project, under the profiles that can show each finding: cpu-host (no GPU) and
+    vgpu (a virtual GPU on a CPU-only torch). Exit 1 when a finding is confirmed.
+    """
+    # The runtime companion loads only here: the static linter never needs it.
+    from devlint.runtime.confirm import ConfirmOptions
+    from devlint.runtime.sandbox import Limits
+
+    selection = RuleSelection(split_selectors(select) if select else None, (),
+                              split_selectors(ignore))  # fmt: skip
+    limits = Limits(timeout=timeout, memory_mb=memory_mb)
+    options = ConfirmOptions(profiles, functions, tests, limits, root, jobs)
+    try:
+        resolver = ConfigResolver(selection, config_file)
+        _run_confirm(paths or (Path("."),), resolver, options, output_format, quiet)
+    except (ConfigError, PathError) as error:
+        _fail(str(error))
+
+
+def _run_confirm(
+    paths: Sequence[Path], resolver: ConfigResolver, options: ConfirmOptions,
+    output_format: str, quiet: bool,
+) -> NoReturn:  # fmt: skip
+    from devlint.runtime.report import run_and_report
+    from devlint.runtime.sandbox import SandboxError
+
+    try:
+        code = run_and_report(paths, resolver, options, output_format, quiet, sys.stdout)
+    except SandboxError as error:
+        _fail(str(error))
+    sys.exit(code)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:

@@ -117,8 +117,8 @@ class Settings:
     per_file_ignores: tuple[tuple[str, frozenset[str]], ...]
 
     @cached_property
-    def _exclude_spec(self) -> pathspec.PathSpec:
-        return pathspec.PathSpec.from_lines("gitwildmatch", self.exclude)
+    def _exclude_spec(self) -> pathspec.GitIgnoreSpec:
+        return pathspec.GitIgnoreSpec.from_lines(self.exclude)
 
     def _relative(self, path: Path) -> Optional[str]:
         try:
@@ -132,9 +132,9 @@ class Settings:
         return bool(candidate) and candidate != "." and self._exclude_spec.match_file(candidate)
 
     @cached_property
-    def _per_file_specs(self) -> tuple[tuple[pathspec.PathSpec, frozenset[str]], ...]:
+    def _per_file_specs(self) -> tuple[tuple[pathspec.GitIgnoreSpec, frozenset[str]], ...]:
         return tuple(
-            (pathspec.PathSpec.from_lines("gitwildmatch", [pattern]), codes)
+            (pathspec.GitIgnoreSpec.from_lines([pattern]), codes)
             for pattern, codes in self.per_file_ignores
         )
 

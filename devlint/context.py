@@ -80,7 +80,7 @@ TRACKED_TYPES = frozenset(
         cst.SimpleStatementSuite, cst.If, cst.IfExp, cst.BooleanOperation, cst.Assert,
     }
 )  # fmt: skip
-GUARDING_TYPES = frozenset(
+_GUARDING_TYPES = frozenset(
     {cst.If, cst.IfExp, cst.BooleanOperation, cst.FunctionDef, cst.ClassDef, cst.Try}
 )
 
@@ -123,11 +123,11 @@ class FileContext:
         self.guards.leave(node)
 
     def enter_attribute(self, node: cst.CSTNode, attribute: str) -> None:
-        if type(node) in GUARDING_TYPES:
+        if type(node) in _GUARDING_TYPES:
             self.guards.enter_attribute(node, attribute)
 
     def leave_attribute(self, node: cst.CSTNode, attribute: str) -> None:
-        if type(node) in GUARDING_TYPES:
+        if type(node) in _GUARDING_TYPES:
             self.guards.leave_attribute(node, attribute)
 
     @property

@@ -22,7 +22,7 @@ class PathError(Exception):
 @dataclass(frozen=True)
 class _IgnoreFile:
     base: Path
-    spec: pathspec.PathSpec
+    spec: pathspec.GitIgnoreSpec
 
     def ignores(self, path: Path, is_dir: bool) -> bool:
         try:
@@ -37,7 +37,7 @@ def _read_gitignore(folder: Path) -> Optional[_IgnoreFile]:
         lines = (folder / ".gitignore").read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return None
-    return _IgnoreFile(folder, pathspec.PathSpec.from_lines("gitwildmatch", lines))
+    return _IgnoreFile(folder, pathspec.GitIgnoreSpec.from_lines(lines))
 
 
 def _ancestor_gitignores(folder: Path) -> list[_IgnoreFile]:

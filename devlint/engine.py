@@ -15,7 +15,9 @@ from typing import Optional, Union
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
-from devlint.context import GUARDING_TYPES, TRACKED_TYPES, FileContext, RawFinding, RawFix
+from devlint.analysis.guards import GuardTracker
+from devlint.complexity import too_complex
+from devlint.context import TRACKED_TYPES, FileContext, RawFinding, RawFix
 from devlint.diagnostics import (
     PARSE_ERROR_CODE,
     Edit,
@@ -28,6 +30,7 @@ from devlint.diagnostics import (
 from devlint.rules import ALL_RULES, RULES_BY_CODE, Rule
 from devlint.suppression import Suppressions
 from devlint.traversal import Walker
+from devlint.trusted_parse import parse_module
 
 _Hook = Callable[[cst.CSTNode], None]
 _RuleHooks = dict[type, list[tuple[Rule, _Hook]]]
@@ -107,7 +110,10 @@ class RuleSet:
             else:
                 context.leave_attribute(node, attribute)
 
-        return Walker(enter_hooks, leave_hooks, dict.fromkeys(GUARDING_TYPES, around))
+        attributes = {
+            node_type: (names, around) for node_type, names in GuardTracker.ATTRIBUTES.items()
+        }
+        return Walker(enter_hooks, leave_hooks, attributes)
 
 
 def _chain(
@@ -178,8 +184,11 @@ def _decoding_problem(data: bytes, encoding: str) -> Optional[Unreadable]:
 
 
 def _parse(source: str) -> Union[cst.Module, Unreadable]:
+    refusal = too_complex(source)
+    if refusal is not None:
+        return Unreadable(refusal.message, refusal.row, refusal.column)
     try:
-        return cst.parse_module(source)
+        return parse_module(source)
     except cst.ParserSyntaxError as error:
         # CPython's parser names the problem and its place better when it rejects the file too.
         return _check_syntax(source) or Unreadable(
@@ -278,11 +287,21 @@ def _run_rules(
             rules.walker(context, active, errors).walk(module)
             if not context.findings:
                 return []
-            ranges = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+            ranges = _positions(module)
     except RecursionError:
         errors.append(InternalError(path, "expressions nested too deeply to analyse"))
         return []
     return [_locate(path, raw, ranges) for raw in context.findings]
+
+
+def _positions(module: cst.Module) -> Mapping[cst.CSTNode, CodeRange]:
+    """Every node's range. ``MetadataWrapper.resolve`` would also run an empty batch of visitors
+    over the tree, copying every node for nothing: as costly as the positions themselves."""
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    try:
+        return PositionProvider()._gen(wrapper)
+    except AttributeError:  # a LibCST without that entry point
+        return wrapper.resolve(PositionProvider)
 
 
 def _locate_fix(fix: RawFix, ranges: Mapping[cst.CSTNode, CodeRange]) -> Fix:

@@ -143,7 +143,8 @@ def fix_source(path: str, data: bytes, rules: RuleSet, unsafe: bool) -> FixOutco
             outcome.result = lint_source(path, data, rules)
             return outcome
     try:
-        cst.parse_module(text)
+        if text != outcome.original:
+            cst.parse_module(text)
     except Exception as error:
         outcome.error = (
             f"a fix produced code that does not parse ({type(error).__name__}); file left as it was"

@@ -16,16 +16,13 @@ code, and none of devlint's hooks asks for them: they are skipped.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import fields
-from typing import Callable, Optional
+from typing import Callable, Optional, get_args, get_origin, get_type_hints
 
 import libcst as cst
 from libcst._nodes import op as _op
 from libcst._nodes import whitespace as _whitespace
-
-NodeHook = Callable[[cst.CSTNode], object]
-AttributeHook = Callable[[cst.CSTNode, str], None]
 
 # Tokens without code inside them: whitespace, comments, operators, commas, brackets.
 INERT_TYPES: frozenset[type] = frozenset(
@@ -59,21 +56,45 @@ class _FieldRecorder(cst.CSTVisitor):
             self.names.append(attribute)
 
 
+def _fields_of(node: cst.CSTNode) -> tuple[str, ...]:
+    """The fields of ``node``'s type that can hold code, in LibCST's visiting order."""
+    known = _FIELDS.get(type(node))
+    if known is None:
+        known = _FIELDS[type(node)] = _learn_fields(node)
+    return known
+
+
 def _learn_fields(node: cst.CSTNode) -> tuple[str, ...]:
     recorder = _FieldRecorder(node)
     node._visit_and_replace_children(recorder)
     names = recorder.names
     # A field LibCST skips when it is None on this node (an f-string's format_spec) comes last.
-    declared = [field.name for field in fields(node)]  # type: ignore[arg-type]
-    names.extend(
-        name for name in declared if name not in names and _may_hold_nodes(getattr(node, name))
-    )
-    learnt = _FIELDS[type(node)] = tuple(names)
-    return learnt
+    names.extend(field.name for field in fields(node) if field.name not in names)
+    code = _code_fields(type(node))
+    return tuple(name for name in names if code is None or name in code)
 
 
-def _may_hold_nodes(value: object) -> bool:
-    return value is None or isinstance(value, (cst.CSTNode, tuple, list))
+def _code_fields(cls: type) -> Optional[frozenset[str]]:
+    """Fields whose declared type admits a code node; None when the annotations do not resolve."""
+    try:
+        hints = get_type_hints(cls)
+    except Exception:
+        return None
+    return frozenset(name for name, hint in hints.items() if any(map(_holds_code, _classes(hint))))
+
+
+def _classes(hint: object) -> Iterator[object]:
+    arguments = get_args(hint)
+    if get_origin(hint) is None or not arguments:
+        yield hint
+    for argument in arguments:
+        yield from _classes(argument)
+
+
+def _holds_code(hint: object) -> bool:
+    if isinstance(hint, type):
+        return issubclass(hint, cst.CSTNode) and hint not in INERT_TYPES
+    return not isinstance(hint, str)  # a Literal's value is no node; anything unexpected may be
 
 
 def _value_kind(value: object) -> int:
@@ -93,9 +114,8 @@ def _value_kind(value: object) -> int:
 def child_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
     """``node.children`` in order, less whitespace and punctuation, without LibCST's copying."""
     children: list[cst.CSTNode] = []
-    names = _FIELDS.get(type(node)) or _learn_fields(node)
     kinds = _VALUE_KINDS
-    for name in names:
+    for name in _fields_of(node):
         value = getattr(node, name)
         kind = kinds.get(type(value))
         if kind is None:
@@ -103,9 +123,7 @@ def child_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
         if kind == _NODE:
             children.append(value)
         elif kind == _SEQUENCE:
-            for child in value:
-                if type(child) not in INERT_TYPES:
-                    children.append(child)
+            children.extend(child for child in value if type(child) not in INERT_TYPES)
     return children
 
 
@@ -118,51 +136,64 @@ def descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         stack.extend(reversed(child_nodes(current)))
 
 
-class Walker:
-    """Fires hooks on a tree: per node type, a hook on entering, one on leaving, and one around
-    each attribute (with ``True`` on the way in, ``False`` on the way out).
+NodeHook = Callable[[cst.CSTNode], object]
+AttributeHook = Callable[[cst.CSTNode, str, bool], None]
 
-    A node type with no hook at all costs a dictionary lookup and the walk below it.
+
+class Walker:
+    """Fires hooks on a tree, in LibCST's order: per node type, one on entering (returning False
+    skips the children) and one on leaving; and around chosen attributes of chosen types, one
+    called with ``True`` on the way in and ``False`` on the way out.
+
+    Nodes below which no code can hold (names, literals) are not even entered unless hooked.
     """
 
     def __init__(
         self,
         enter: Mapping[type, NodeHook],
         leave: Mapping[type, NodeHook],
-        attribute: Optional[Mapping[type, Callable[[cst.CSTNode, str, bool], None]]] = None,
+        attributes: Optional[Mapping[type, tuple[Collection[str], AttributeHook]]] = None,
     ) -> None:
-        hooked = set(enter) | set(leave) | set(attribute or ())
+        hooked = set(enter) | set(leave) | set(attributes or ())
         # A hook on whitespace or punctuation would need those nodes walked too.
         assert not hooked & INERT_TYPES, "hooks on whitespace or punctuation are not supported"
         self._enter = dict(enter)
         self._leave = dict(leave)
-        self._attribute = dict(attribute or {})
+        self._attributes = dict(attributes or {})
+        self._hooked = frozenset(hooked)
 
     def walk(self, root: cst.CSTNode) -> None:
-        enter, leave, around = self._enter, self._leave, self._attribute
+        enter, leave, attributes, hooked = self._enter, self._leave, self._attributes, self._hooked
         known_fields, kinds, inert = _FIELDS, _VALUE_KINDS, INERT_TYPES
 
         def visit(node: cst.CSTNode) -> None:
             cls = type(node)
             hook = enter.get(cls)
             if hook is None or hook(node) is not False:
-                names = known_fields.get(cls) or _learn_fields(node)
-                attribute_hook = around.get(cls)
+                names = known_fields.get(cls)
+                if names is None:
+                    names = _fields_of(node)
+                around = attributes.get(cls)
                 for name in names:
                     value = getattr(node, name)
-                    if attribute_hook is not None:
-                        attribute_hook(node, name, True)
+                    announced = around is not None and name in around[0]
+                    if announced:
+                        around[1](node, name, True)  # type: ignore[index]
                     kind = kinds.get(type(value))
                     if kind is None:
                         kind = _value_kind(value)
                     if kind == _NODE:
-                        visit(value)
+                        if known_fields.get(type(value)) != () or type(value) in hooked:
+                            visit(value)
                     elif kind == _SEQUENCE:
                         for child in value:
-                            if type(child) not in inert:
+                            child_class = type(child)
+                            if child_class not in inert and (
+                                known_fields.get(child_class) != () or child_class in hooked
+                            ):
                                 visit(child)
-                    if attribute_hook is not None:
-                        attribute_hook(node, name, False)
+                    if announced:
+                        around[1](node, name, False)  # type: ignore[index]
             hook = leave.get(cls)
             if hook is not None:
                 hook(node)
@@ -189,7 +220,9 @@ def _visitor_methods(cls: type) -> tuple[list[tuple[type, str]], list[tuple[type
         for attribute in dir(cls):
             prefix, _, name = attribute.partition("_")
             node_type = _node_type(name) if prefix in ("visit", "leave") else None
-            if node_type is not None:
+            # CSTVisitor defines a do-nothing hook for every type: only overrides count.
+            inherited = getattr(cst.CSTVisitor, attribute, None) is getattr(cls, attribute)
+            if node_type is not None and not inherited:
                 (enter if prefix == "visit" else leave).append((node_type, attribute))
         known = _VISITOR_METHODS[cls] = (enter, leave)
     return known

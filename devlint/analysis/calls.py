@@ -54,7 +54,7 @@ _MOVES = frozenset({"to", "cuda", "cpu"})
 
 def _source(node: cst.CSTNode) -> str:
     if getattr(node, "lpar", None):
-        node = node.with_changes(lpar=(), rpar=())  # type: ignore[attr-defined]
+        node = node.with_changes(lpar=(), rpar=())
     text = " ".join(cst.Module(body=()).code_for_node(node).split())
     return text if len(text) <= 50 else text[:47] + "..."
 
@@ -135,6 +135,8 @@ class CallEvaluator:
         return UNKNOWN
 
     def _string(self, node: cst.SimpleString, env: Env, unit: Unit) -> Value:
+        if "\\" not in node.value and "cpu" not in node.value and "cuda" not in node.value:
+            return UNKNOWN  # no device name in it: no need to evaluate the literal
         value = string_value(node)
         if value == "cpu":
             return Value(Kind.DEVICE_OBJECT, Placement(Where.CPU))

@@ -18,6 +18,7 @@ import libcst as cst
 from devlint.analysis.devices import cuda_literal
 from devlint.analysis.names import ImportMap, dotted_name
 from devlint.context import FileContext, NodeEdit
+from devlint.traversal import visit
 
 _CANDIDATE_NAMES = ("device", "torch_device", "default_device")
 
@@ -139,7 +140,7 @@ class DeviceChooser:
     def _insert_definition(self, torch_name: Optional[str]) -> Optional[DeviceChoice]:
         if self._names_in_use is None:
             visitor = _NamesInUse()
-            self._context.module.visit(visitor)
+            visit(self._context.module, visitor)
             self._names_in_use = visitor.names
         name = next((n for n in _CANDIDATE_NAMES if n not in self._names_in_use), None)
         if name is None:

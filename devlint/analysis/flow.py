@@ -15,9 +15,9 @@ Helpers defined in the file are summarised by what they return.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 import libcst as cst
 
@@ -369,7 +369,8 @@ def _unpacked(value: Value, index: int, count: int) -> Value:
     return UNKNOWN if value.item is None else value.item
 
 
-_COMPOUND = {
+_StatementHandler = Callable[[DeviceFlow, Any, Env, Unit], bool]
+_COMPOUND: dict[type, _StatementHandler] = {
     cst.If: DeviceFlow._exec_if,
     cst.For: DeviceFlow._exec_for,
     cst.While: DeviceFlow._exec_while,

@@ -221,8 +221,9 @@ def _setup_skips_without_cuda(node: cst.ClassDef, classifier: ConditionClassifie
         if not isinstance(statement, cst.FunctionDef) or statement.name.value not in _SETUP_METHODS:
             continue
         for inner in statement.body.body:
-            exits = isinstance(inner, cst.If) and suite_exits(inner.body)
-            if exits and classifier.classify(inner.test) in (Polarity.UNAVAILABLE, Polarity.CHOICE):
+            if not isinstance(inner, cst.If) or not suite_exits(inner.body):
+                continue
+            if classifier.classify(inner.test) in (Polarity.UNAVAILABLE, Polarity.CHOICE):
                 return True
     return False
 

@@ -14,6 +14,7 @@ from typing import Optional, Union
 import libcst as cst
 
 from devlint.analysis.names import ImportMap, dotted_name
+from devlint.traversal import visit
 
 
 @dataclass(frozen=True)
@@ -132,7 +133,7 @@ class ScopeTracker:
         key = id(function)
         if key not in self._local_names:
             collector = _StoredNames()
-            function.body.visit(collector)
+            visit(function.body, collector)
             self._local_names[key] = collector.names
         return name in self._local_names[key] or name in self.current_parameters()
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import inspect
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Optional
 
 import libcst as cst
 
 if TYPE_CHECKING:
+    from devlint.analysis.prefilter import TextTest
     from devlint.context import FileContext, RawFix
 
 
@@ -40,7 +40,7 @@ class Rule:
     trigger_tokens: ClassVar[tuple[str, ...]] = ()
     # Further text tests, every one of which must match for a finding to be possible (a device
     # move, a tensor factory): where one fails the rule is skipped, and so perhaps the parse.
-    required_patterns: ClassVar[tuple[re.Pattern[str], ...]] = ()
+    required_patterns: ClassVar[tuple[TextTest, ...]] = ()
     VALID: ClassVar[tuple[str, ...]] = ()
     INVALID: ClassVar[tuple[Invalid, ...]] = ()
 

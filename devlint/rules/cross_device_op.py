@@ -3,6 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from devlint.analysis.operations import Citations, operands
+from devlint.analysis.prefilter import CPU_TENSOR_SOURCE, DEVICE_SOURCE
 from devlint.analysis.values import mismatch
 from devlint.rules.base import Invalid, Rule
 
@@ -43,6 +44,7 @@ class CrossDeviceOp(Rule):
     name = "cross-device-op"
     summary = "operation mixing tensors on different devices"
     trigger_tokens = ("torch",)
+    required_patterns = (DEVICE_SOURCE, CPU_TENSOR_SOURCE)
 
     VALID = (
         "import torch\nx = torch.zeros(3).cuda()\ny = x + 1",

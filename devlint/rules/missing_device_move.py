@@ -6,6 +6,7 @@ import libcst as cst
 
 from devlint.analysis.names import dotted_name
 from devlint.analysis.operations import Citations, first_cpu_operand, operands
+from devlint.analysis.prefilter import CPU_TENSOR_SOURCE, DEVICE_OR_INPUT_SOURCE
 from devlint.analysis.torch_api import FUNCTIONAL_LOSSES, looks_like_loss
 from devlint.analysis.values import Kind, Value, Where, mismatch
 from devlint.rules.base import Invalid, Rule
@@ -55,6 +56,7 @@ class MissingDeviceMove(Rule):
     name = "missing-device-move"
     summary = "CPU tensor reaching a module, loss or input on another device"
     trigger_tokens = ("torch",)
+    required_patterns = (DEVICE_OR_INPUT_SOURCE, CPU_TENSOR_SOURCE)
 
     VALID = (
         "import torch\nfrom torch import nn\nmodel = nn.Linear(3, 2).to(device)\n"

@@ -3,6 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from devlint.analysis.operations import Citations
+from devlint.analysis.prefilter import DEVICE_SOURCE
 from devlint.analysis.values import Where
 from devlint.context import NodeEdit, RawFix
 from devlint.diagnostics import Applicability
@@ -44,6 +45,7 @@ class NumpyOnDeviceTensor(Rule):
     summary = ".numpy() on a tensor that may be on a GPU"
     fixable = True
     trigger_tokens = (".numpy(",)
+    required_patterns = (DEVICE_SOURCE,)
 
     VALID = (
         "import torch\nx = torch.zeros(3).to(device)\na = x.cpu().numpy()",

@@ -6,6 +6,7 @@ from typing import Optional
 import libcst as cst
 
 from devlint.analysis.names import dotted_name
+from devlint.analysis.prefilter import MOVE_CALL
 from devlint.analysis.scopes import Binding
 from devlint.rules.base import Invalid, Rule
 
@@ -63,6 +64,7 @@ class OptimizerDeviceMove(Rule):
     name = "optimizer-device-move"
     summary = "device move called on an optimizer"
     trigger_tokens = ("optim",)
+    required_patterns = (MOVE_CALL,)
 
     VALID = (
         "model = model.to(device)",

@@ -6,6 +6,7 @@ import libcst as cst
 
 from devlint.analysis.devices import argument
 from devlint.analysis.names import dotted_name
+from devlint.analysis.prefilter import FORWARD_METHOD, SELF_FACTORY_ASSIGNMENT
 from devlint.analysis.torch_api import FACTORIES, SCALAR_CAPABLE_FACTORIES
 from devlint.rules.base import Invalid, Rule
 from devlint.traversal import visit
@@ -54,6 +55,7 @@ class TensorAttributeNotBuffer(Rule):
     name = "tensor-attribute-not-buffer"
     summary = "plain tensor attribute of an nn.Module used in forward"
     trigger_tokens = ("forward",)
+    required_patterns = (FORWARD_METHOD, SELF_FACTORY_ASSIGNMENT)
 
     VALID = (
         "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"

@@ -1,0 +1,93 @@
+"""Text tests that prove a rule cannot fire, so a file need not be parsed for it.
+
+Each test is a necessary condition read off the analysis: a flow rule reports
+a tensor on a device, and the device-flow interpreter puts a value on a device
+only at `.cuda(...)`, `.to(...)`, a `device=` argument, `torch.device(...)` or
+a `"cuda"` string, so a file with none of those words cannot produce such a
+finding. The tests are deliberately loose (a word in a comment passes): they
+must never reject a file a rule would report on, and they must cost far less
+than a parse.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Protocol
+
+from devlint.analysis.torch_api import FACTORIES
+
+
+class TextTest(Protocol):
+    """What a rule's ``required_patterns`` hold: a compiled regex, or anything with ``search``."""
+
+    def search(self, text: str) -> object: ...
+
+
+@dataclass(frozen=True)
+class AnyOf:
+    """Passes where any needle occurs or any pattern matches (substring tests are the cheapest)."""
+
+    needles: tuple[str, ...]
+    patterns: tuple[re.Pattern[str], ...] = ()
+
+    def search(self, text: str) -> bool:
+        return any(needle in text for needle in self.needles) or any(
+            pattern.search(text) for pattern in self.patterns
+        )
+
+
+def _shortest(words: set[str]) -> tuple[str, ...]:
+    """The words no other word is part of: `rand` stands for `randn` too."""
+    return tuple(sorted(w for w in words if not any(o != w and o in w for o in words)))
+
+
+_FACTORY_WORDS = {name.rpartition(".")[2] for name in FACTORIES}
+_FACTORY_ALTERNATIVES = "|".join(sorted(_FACTORY_WORDS))
+# `.to(` with any spacing: the move whose target the analysis reads as a device.
+_MOVE_TO = re.compile(r"\.\s*to\s*\(")
+# A loader name as `looks_like_loader` matches it: `*loader`, `dl`, `*_dl`.
+_LOADER_NAME = re.compile(r"(?i:loader|(?<![a-z0-9])dl\b)")
+# `torch.range` is a factory, but a bare `range` is not one unless imported from torch.
+_TORCH_RANGE = re.compile(
+    r"\.\s*range\b"  # torch.range, th.range
+    r"|\bimport\b[^\n]*(?:\\\n[^\n]*)*\brange\b"  # from torch import range (continued lines)
+    r"|\bimport\s*\([^)]*\brange\b"  # from torch import (..., range)
+)
+
+# Where a value can land on a device: `.cuda(`, `.to(`, `device=`, `torch.device(`, "cuda:0".
+DEVICE_SOURCE = AnyOf(("cuda", "device"), (_MOVE_TO,))
+# A `forward` method, whose parameters the analysis places on the inputs' device.
+FORWARD_METHOD = re.compile(r"def\s+forward\b")
+# Where a value can be on a device or on the device of `forward`'s inputs.
+DEVICE_OR_INPUT_SOURCE = AnyOf(("cuda", "device"), (_MOVE_TO, FORWARD_METHOD))
+# Where a tensor can be on the CPU: a factory, `.cpu()`, "cpu", a data loader's batch.
+CPU_TENSOR_SOURCE = AnyOf(
+    ("cpu", *_shortest(_FACTORY_WORDS - {"range"})), (_LOADER_NAME, _TORCH_RANGE)
+)
+# A call of `.to`, `.cuda` or `.cpu`.
+MOVE_CALL = re.compile(r"\.\s*(?:to|cuda|cpu)\s*\(")
+
+
+@dataclass(frozen=True)
+class _SelfFactoryAssignment:
+    """`self.x = torch.zeros(...)`, or a factory imported under another name (`zeros as z`)."""
+
+    assignment: re.Pattern[str] = re.compile(
+        rf"self\s*\.\s*\w+\s*=[\s\\(]*(?:\w+\s*\.\s*)*(?:{_FACTORY_ALTERNATIVES})\s*\("
+    )
+    alias: re.Pattern[str] = re.compile(rf"\b(?:{_FACTORY_ALTERNATIVES})\s+as\s")
+
+    def search(self, text: str) -> bool:
+        if self.assignment.search(text):
+            return True
+        # A regex without a literal start is slow; look for aliases only around each " as ".
+        start = text.find(" as ")
+        while start >= 0:
+            if self.alias.search(text, max(0, start - 40), start + 4):
+                return True
+            start = text.find(" as ", start + 4)
+        return False
+
+
+SELF_FACTORY_ASSIGNMENT = _SelfFactoryAssignment()

@@ -1,0 +1,127 @@
+"""Linting many files: a process pool across them, each result returned with its file's index.
+
+LibCST's parser and devlint's analysis are Python and hold the GIL, so files
+are spread over processes. Each worker builds a rule set once per selection
+and keeps one tree in memory at a time; only findings travel back. The largest
+files are handed out first, so that no worker is left with a big file at the
+end while the others idle; callers put the results back in file order.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+from collections.abc import Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from devlint.cache import Stamp
+from devlint.diagnostics import FileResult, InternalError
+from devlint.engine import RuleSet, Unreadable, lint_source, unreadable_result
+
+# Files per task: enough to amortise the hand-over, few enough to balance the load.
+_MAX_CHUNK = 8
+
+
+@dataclass(frozen=True)
+class Task:
+    """One file to lint: its index in the run, its path (as shown) and the rules enabled for it."""
+
+    index: int
+    path: Path
+    codes: frozenset[str]
+
+
+Outcome = tuple[int, FileResult, Optional[Stamp]]
+
+_RULE_SETS: dict[frozenset[str], RuleSet] = {}
+
+
+def default_jobs() -> int:
+    """The CPUs this process may run on (a container's limit, not the host's count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def rule_set(codes: frozenset[str]) -> RuleSet:
+    """The rules for a selection, built once per process."""
+    rules = _RULE_SETS.get(codes)
+    if rules is None:
+        rules = _RULE_SETS[codes] = RuleSet(codes)
+    return rules
+
+
+def lint_path(path: Path, codes: frozenset[str]) -> tuple[FileResult, Optional[Stamp]]:
+    """Lint one file, with the stamp of the bytes read (None when it could not be read)."""
+    rules = rule_set(codes)
+    # Taken before reading: a later change in the same clock tick is then seen as racy.
+    read_at = time.time_ns()
+    try:
+        stat = os.stat(path)
+        data = path.read_bytes()
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        return unreadable_result(str(path), Unreadable(f"cannot read: {reason}"), rules), None
+    return lint_source(str(path), data, rules), Stamp.of(stat, data, read_at)
+
+
+def _lint_chunk(tasks: Sequence[Task]) -> list[Outcome]:
+    return [(task.index, *lint_path(task.path, task.codes)) for task in tasks]
+
+
+def lint_tasks(tasks: Sequence[Task], jobs: int) -> Iterator[Outcome]:
+    """Each task's outcome, in the order they finish; in this process when one job will do."""
+    if jobs <= 1 or len(tasks) <= 1:
+        for task in tasks:
+            yield (task.index, *lint_path(task.path, task.codes))
+        return
+    yield from _in_pool(tasks, min(jobs, len(tasks)))
+
+
+def _chunks(tasks: Sequence[Task], jobs: int) -> list[list[Task]]:
+    by_size = sorted(tasks, key=_size, reverse=True)
+    size = max(1, min(_MAX_CHUNK, len(by_size) // (jobs * 8)))
+    return [by_size[start : start + size] for start in range(0, len(by_size), size)]
+
+
+def _size(task: Task) -> int:
+    try:
+        return os.stat(task.path).st_size
+    except OSError:
+        return 0
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    # Forking shares the already imported LibCST and rules; elsewhere start fresh interpreters.
+    if "fork" in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("spawn")
+
+
+def _in_pool(tasks: Sequence[Task], jobs: int) -> Iterator[Outcome]:
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=_context()) as pool:
+        pending: dict[Future[list[Outcome]], list[Task]] = {
+            pool.submit(_lint_chunk, chunk): chunk for chunk in _chunks(tasks, jobs)
+        }
+        while pending:
+            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in finished:
+                chunk = pending.pop(future)
+                try:
+                    yield from future.result()
+                except BrokenProcessPool as error:
+                    yield from _lost(chunk, error)
+
+
+def _lost(chunk: Sequence[Task], error: BaseException) -> Iterator[Outcome]:
+    """A worker died (killed, out of memory, a crash in native code): say so for its files."""
+    detail = f"the process linting it stopped: {error or type(error).__name__}"
+    for task in chunk:
+        shown = str(task.path)
+        yield task.index, FileResult(shown, [], [InternalError(shown, detail)]), None

@@ -1,0 +1,122 @@
+"""What one run reports back: the data the child writes and the parent reads, as JSON.
+
+Paths are relative to the root of the project copy the child ran in, so that the parent maps
+them back onto the user's files.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+Frame = tuple[str, int]  # (path relative to the project root, line)
+
+COMPLETED = "completed"  # the entry point ran to its end (a test suite: the session finished)
+FAILED = "failed"  # an exception ended the entry point
+CRASHED = "crashed"  # killed by a signal, or died without a report
+TIMEOUT = "timeout"
+UNAVAILABLE = "unavailable"  # the profile cannot run here (no torch, no GPU for `gpu`)
+
+
+@dataclass
+class Failure:
+    type: str
+    message: str
+    frames: list[Frame] = field(default_factory=list)  # outermost first, project files only
+    test: Optional[str] = None  # the pytest node that failed, when a test suite ran
+    moved_at: list[Frame] = field(default_factory=list)  # discarded `.to()` of a CPU operand
+    attributes: list[dict[str, Any]] = field(default_factory=list)  # plain tensors on `self`
+
+    @property
+    def text(self) -> str:
+        return f"{self.type}: {self.message}"
+
+
+@dataclass
+class Warned:
+    category: str
+    message: str
+    frames: list[Frame] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Entry:
+    kind: str  # "script", "pytest" or "function"
+    target: str  # a path relative to the root, the test paths, or "module:function"
+
+    @property
+    def label(self) -> str:
+        return "pytest " + self.target if self.kind == "pytest" else self.target
+
+
+@dataclass
+class RunOutcome:
+    entry: Entry
+    profile: str  # the profile that actually ran (vgpu runs as gpu where a GPU exists)
+    status: str
+    detail: str = ""
+    failures: list[Failure] = field(default_factory=list)
+    warnings: list[Warned] = field(default_factory=list)
+    reached: dict[str, list[int]] = field(default_factory=dict)
+    entered: list[str] = field(default_factory=list)  # watched files whose code ran at all
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunOutcome:
+        def frames(items: list[Any]) -> list[Frame]:
+            return [(str(path), int(line)) for path, line in items]
+
+        failures = [
+            Failure(
+                **{**item, "frames": frames(item["frames"]), "moved_at": frames(item["moved_at"])}
+            )
+            for item in data.get("failures", [])
+        ]
+        warned = [
+            Warned(**{**item, "frames": frames(item["frames"])})
+            for item in data.get("warnings", [])
+        ]
+        return cls(
+            entry=Entry(**data["entry"]),
+            profile=data["profile"],
+            status=data["status"],
+            detail=data.get("detail", ""),
+            failures=failures,
+            warnings=warned,
+            reached={path: list(lines) for path, lines in data.get("reached", {}).items()},
+            entered=list(data.get("entered", [])),
+            seconds=float(data.get("seconds", 0.0)),
+        )
+
+    def write(self, path: Path) -> None:
+        path.write_text(json.dumps(self.to_json()), encoding="utf-8")
+
+    @classmethod
+    def read(cls, path: Path) -> RunOutcome:
+        return cls.from_json(json.loads(path.read_text(encoding="utf-8")))
+
+
+@dataclass
+class Job:
+    """What the parent asks one child to do."""
+
+    entry: Entry
+    profile: str
+    root: str  # the project copy
+    cwd: str
+    watch: dict[str, list[int]]  # relative path -> lines whose execution matters
+    result: str  # where the child writes its RunOutcome
+    limits: dict[str, int] = field(default_factory=dict)  # RLIMIT_* name -> value
+
+    def write(self, path: Path) -> None:
+        path.write_text(json.dumps(asdict(self)), encoding="utf-8")
+
+    @classmethod
+    def read(cls, path: Path) -> Job:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return cls(**{**data, "entry": Entry(**data["entry"])})
