@@ -64,7 +64,7 @@ def _check_tree(root: Path, scratch: Path) -> int:
         first = run_cli(*arguments, cwd=scratch, timeout=1800)
         assert first.returncode == 0, first.stderr[-2000:]
         fixed = {p.name: p.read_bytes() for p in copies.iterdir()}
-        for name, data in fixed.items():
+        for data in fixed.values():
             cst.parse_module(data)
         second = run_cli(*arguments, cwd=scratch, timeout=1800)
         assert second.returncode == 0
