@@ -1,8 +1,9 @@
-"""`--fix --unsafe-fixes` over real code: PyTorch's installed source and the standard library.
+"""Crash-freedom and `--fix --unsafe-fixes` over real code: PyTorch's source and the stdlib.
 
-Every file: fixed in memory, it still parses, it changes only if it had a fixable
-finding, and fixing the result again changes nothing. The files that do change
-then go through the real command line, twice, on a temporary copy.
+Every file is linted with every rule without an internal error; fixed in memory, it
+still parses, it changes only if it had a fixable finding, and fixing the result again
+changes nothing. The files that do change then go through the real command line, twice,
+on a temporary copy.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ def _check_in_memory(path: Path) -> bool:
     data = path.read_bytes()
     outcome = fix_source(str(path), data, RULES, unsafe=True)
     assert outcome.error is None, f"{path}: {outcome.error}"
+    assert not outcome.result.errors, f"{path}: internal error {outcome.result.errors}"
     if not outcome.changed:
         return False
     fixable = any(f.fix is not None for f in lint_source(str(path), data, RULES).findings)
