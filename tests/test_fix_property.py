@@ -29,7 +29,9 @@ def _python_files(root: Path) -> list[Path]:
     return sorted(
         path
         for path in root.rglob("*.py")
-        if path.is_file() and not path.is_symlink() and "__pycache__" not in path.parts
+        if path.is_file()
+        and not path.is_symlink()
+        and not {"__pycache__", "site-packages", "dist-packages"} & set(path.parts)
     )
 
 
