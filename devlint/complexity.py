@@ -16,6 +16,9 @@ from dataclasses import dataclass
 from typing import Optional
 
 MAX_DEPTH = 400  # expression nesting LibCST parses quickly and safely
+# LibCST holds about a gigabyte of tree per megabyte of source, built in minutes: real code stays
+# far below this (PyTorch's largest file is 1.4 MB), generated data tables do not.
+MAX_FILE_BYTES = 5 * 1024 * 1024
 _SUSPICIOUS_LINE = 2_000  # characters
 _SUSPICIOUS_BRACKETS = 100
 _BRACKETS = re.compile(r"[^()\[\]{}]+")
@@ -57,6 +60,13 @@ class Refusal:
     message: str
     row: int = 1
     column: int = 1
+
+
+def too_large(data: bytes) -> Optional[Refusal]:
+    if len(data) <= MAX_FILE_BYTES:
+        return None
+    size, limit = len(data) / 1024 / 1024, MAX_FILE_BYTES // 1024 // 1024
+    return Refusal(f"too large to analyse ({size:.1f} MB; devlint parses files up to {limit} MB)")
 
 
 def too_complex(source: str) -> Optional[Refusal]:

@@ -16,7 +16,7 @@ import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from devlint.analysis.guards import GuardTracker
-from devlint.complexity import too_complex
+from devlint.complexity import too_complex, too_large
 from devlint.context import TRACKED_TYPES, FileContext, RawFinding, RawFix
 from devlint.diagnostics import (
     PARSE_ERROR_CODE,
@@ -227,6 +227,9 @@ def unreadable_result(path: str, problem: Unreadable, rules: RuleSet) -> FileRes
 def lint_source(path: str, data: bytes, rules: RuleSet) -> FileResult:
     """Lint one file's bytes with the enabled rules; never raises for bad input."""
     result = FileResult(path)
+    oversized = too_large(data)
+    if oversized is not None:
+        return unreadable_result(path, Unreadable(oversized.message), rules)
     source = decode(data)
     if isinstance(source, Unreadable):
         return unreadable_result(path, source, rules)

@@ -71,12 +71,13 @@ def test_deep_but_valid_nesting_is_linted() -> None:
     assert [code for code, *_ in _lint(data)] == ["DEV001"]
 
 
-@pytest.mark.slow
-def test_a_ten_megabyte_file(tmp_path: Path) -> None:
+def test_a_ten_megabyte_file_is_refused_with_its_size(tmp_path: Path) -> None:
     body = "value = compute(1, 2) + other\n" * 340_000
     (tmp_path / "big.py").write_text(f"import torch\n{body}model.cuda()\n", encoding="utf-8")
-    result = run_cli("--no-cache", "big.py", cwd=tmp_path, timeout=900)
-    assert findings_of(result.stdout) == [("big.py", 340_002, 1, "DEV001")]
+    (tmp_path / "small.py").write_text(BUG, encoding="utf-8")
+    result = run_cli("--no-cache", ".", cwd=tmp_path)
+    assert findings_of(result.stdout) == [("big.py", 1, 1, "DEV000"), ("small.py", 2, 1, "DEV001")]
+    assert "too large to analyse (9.7 MB; devlint parses files up to 5 MB)" in result.stdout
 
 
 def test_filesystem_oddities_each_report_and_the_run_goes_on(tmp_path: Path) -> None:

@@ -155,10 +155,12 @@ def test_a_project_too_large_to_copy_is_refused(tmp_path: Path) -> None:
 
 def test_environment_caches_and_vcs_folders_are_not_copied(tmp_path: Path) -> None:
     root = _project(tmp_path, "pass\n")
-    for folder in (".git", ".venv", "__pycache__", "node_modules"):
+    for folder in (".git", "__pycache__", "node_modules", "env", "venv-3.11"):
         (root / folder).mkdir()
         (root / folder / "file").write_text("x")
+    (root / "venv-3.11" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (root / "env" / "__init__.py").write_text("")  # a package named env is the project's
     with project_copy(root, Limits()) as folder:
         copied = {path.name for path in (folder / "copy").iterdir()}
-    assert copied == {"pyproject.toml", "script.py"}
+    assert copied == {"pyproject.toml", "script.py", "env"}
     assert os.path.isdir(root / ".git")

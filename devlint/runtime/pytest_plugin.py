@@ -23,18 +23,28 @@ def pytest_addoption(parser: Any) -> None:
     group.addoption("--vgpu", action="store_true", default=False, help=_HELP)
 
 
-def pytest_configure(config: Any) -> None:
-    if not config.getoption("vgpu", default=False):
-        return
+def _install() -> None:
     try:
         from devlint.runtime import vgpu
     except ImportError as error:  # no torch
         message = f"--vgpu needs torch (pip install 'devlint[runtime]'): {error}"
         raise pytest.UsageError(message) from error
-    reason = vgpu.unavailable_reason()
+    reason = "" if vgpu.installed() else vgpu.unavailable_reason()
     if reason:
         raise pytest.UsageError(f"--vgpu: {reason}")
     vgpu.install()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: Any, parser: Any, args: Any) -> None:
+    # Before conftest.py files run: they often pick their device at import time.
+    if getattr(early_config.known_args_namespace, "vgpu", False):
+        _install()
+
+
+def pytest_configure(config: Any) -> None:
+    if config.getoption("vgpu", default=False):
+        _install()  # already done unless the option came from somewhere else (an ini file)
 
 
 def pytest_report_header(config: Any) -> Optional[str]:

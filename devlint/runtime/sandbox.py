@@ -12,7 +12,6 @@ This module imports no torch; the child does.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import signal
@@ -34,10 +33,11 @@ try:
 except ImportError:  # Windows: no POSIX limits; the timeout still applies
     resource = None  # type: ignore[assignment]
 
-# Never copied: version control, environments, caches, build output.
+# Never copied: version control, tool environments and caches, and any folder holding a
+# `pyvenv.cfg` (a virtual environment, whatever its name: `env/` may also be a package).
 SKIPPED_DIRS = frozenset(
-    ".git .hg .svn .venv venv env .env .tox .nox node_modules __pycache__ .mypy_cache "
-    ".pytest_cache .ruff_cache .ipynb_checkpoints build dist".split()
+    ".git .hg .svn .tox .nox node_modules __pycache__ .mypy_cache .pytest_cache .ruff_cache "
+    ".ipynb_checkpoints".split()
 )
 _GRACE_SECONDS = 3.0
 _TAIL = 2000  # characters of the child's stderr kept in a crash report
@@ -60,7 +60,13 @@ class SandboxError(Exception):
 
 
 def _ignored(folder: str, names: list[str]) -> set[str]:
-    return {name for name in names if name in SKIPPED_DIRS or name.endswith(".egg-info")}
+    return {
+        name
+        for name in names
+        if name in SKIPPED_DIRS
+        or name.endswith(".egg-info")
+        or os.path.isfile(os.path.join(folder, name, "pyvenv.cfg"))
+    }
 
 
 def project_size(root: Path) -> int:
@@ -99,7 +105,7 @@ def apply_limits(values: dict[str, int]) -> None:
         if kind is None:
             continue
         # A hard limit below ours, or a platform without this limit: keep what is there.
-        with contextlib.suppress(ValueError, OSError):
+        with suppress(ValueError, OSError):
             resource.setrlimit(kind, (value, value))
 
 
