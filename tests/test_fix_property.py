@@ -31,7 +31,8 @@ def _python_files(root: Path) -> list[Path]:
         for path in root.rglob("*.py")
         if path.is_file()
         and not path.is_symlink()
-        and not {"__pycache__", "site-packages", "dist-packages"} & set(path.parts)
+        and not {"__pycache__", "site-packages", "dist-packages"}
+        & set(path.relative_to(root).parts)
     )
 
 
