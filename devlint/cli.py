@@ -120,13 +120,13 @@ def check(
         reading_stdin = paths == (Path("-"),) or bool(stdin_filename and not paths)
         if reading_stdin and (fix or diff):
             _fix_stdin(stdin_filename or "-", resolver, unsafe_fixes, diff)
+        changed_files = False
         if fix or diff:
-            targets = paths or (Path("."),)
-            _fix_paths(
-                targets, resolver, force_exclude, unsafe_fixes, diff,
-                exit_non_zero_on_fix, exit_zero, output_format, quiet, statistics,
-            )  # fmt: skip
-        if reading_stdin:
+            summary = _apply_fixes(
+                paths or (Path("."),), resolver, force_exclude, unsafe_fixes, diff
+            )
+            changed_files = bool(summary.fixed)
+        elif reading_stdin:
             data = click.get_binary_stream("stdin").read()
             summary = lint_stdin(data, stdin_filename or "-", resolver, force_exclude)
             lines = SourceLines({stdin_filename or "-": data})
@@ -145,7 +145,8 @@ def check(
     _report(summary, output_format, quiet, statistics)
     if summary.errors:
         sys.exit(EXIT_ERROR)
-    sys.exit(EXIT_FINDINGS if summary.findings and not exit_zero else EXIT_CLEAN)
+    remaining = bool(summary.findings) and not exit_zero
+    sys.exit(EXIT_FINDINGS if remaining or (exit_non_zero_on_fix and changed_files) else EXIT_CLEAN)
 
 
 def _write_baseline(
@@ -171,18 +172,10 @@ def _report(summary: RunSummary, output_format: str, quiet: bool, statistics: bo
         click.echo(f"devlint: error in {problem.path}: {problem.detail}", err=True)
 
 
-def _fix_paths(
-    paths: Sequence[Path],
-    resolver: ConfigResolver,
-    force_exclude: bool,
-    unsafe: bool,
-    diff: bool,
-    exit_non_zero_on_fix: bool,
-    exit_zero: bool,
-    output_format: str,
-    quiet: bool,
-    statistics: bool,
-) -> NoReturn:
+def _apply_fixes(
+    paths: Sequence[Path], resolver: ConfigResolver, force_exclude: bool, unsafe: bool, diff: bool
+) -> RunSummary:
+    """Fix the files (or, with ``diff``, print what would change and exit); the rest remains."""
     from devlint.fixing import fix_paths, unified_diff
 
     run = fix_paths(paths, resolver, force_exclude, unsafe, write=not diff)
@@ -193,12 +186,7 @@ def _fix_paths(
         click.echo(f"Would fix {count} problem{'' if count == 1 else 's'}.", err=True)
         sys.exit(EXIT_ERROR if run.summary.errors else EXIT_FINDINGS if count else EXIT_CLEAN)
     run.summary.fixed = run.fixed
-    _report(run.summary, output_format, quiet, statistics)
-    if run.summary.errors:
-        sys.exit(EXIT_ERROR)
-    remaining = bool(run.summary.findings) and not exit_zero
-    changed = exit_non_zero_on_fix and bool(run.changed_files)
-    sys.exit(EXIT_FINDINGS if remaining or changed else EXIT_CLEAN)
+    return run.summary
 
 
 def _fix_stdin(filename: str, resolver: ConfigResolver, unsafe: bool, diff: bool) -> NoReturn:

@@ -235,3 +235,15 @@ def test_json_carries_the_fix_like_ruff(tmp_path: Path) -> None:
             }
         ],
     }
+
+
+def test_fix_honours_the_baseline(tmp_path: Path) -> None:
+    write(tmp_path, {"a.py": "import torch\noptimizer.to(device)\n"})
+    assert run_cli("--write-baseline", "base.json", "a.py", cwd=tmp_path).returncode == 0
+    write(
+        tmp_path,
+        {"a.py": "import torch\noptimizer.to(device)\nprint(torch.cuda.memory_cached())\n"},
+    )
+    result = run_cli("--fix", "--baseline", "base.json", "a.py", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout  # the recorded DEV003 stays silent
+    assert "memory_reserved" in (tmp_path / "a.py").read_text()
