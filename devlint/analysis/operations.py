@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Optional
 
 import libcst as cst
 
 from devlint.analysis.flow import DeviceFlow
 from devlint.analysis.torch_api import COMBINING_FUNCTIONS
-from devlint.analysis.values import Placement, Value
+from devlint.analysis.values import Placement, Value, mismatch
 
 
 def operands(node: cst.CSTNode, flow: DeviceFlow) -> list[tuple[cst.BaseExpression, Value]]:
@@ -60,6 +61,26 @@ def where_text(placement: Placement) -> str:
         if placement.device == "" and placement.where.value == "cpu"
         else (f"`{placement.device}`" if placement.device else "a device")
     )
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """A tensor on a device and a non-scalar CPU tensor among one operation's operands."""
+
+    device_node: cst.BaseExpression
+    device_value: Value
+    cpu_node: cst.BaseExpression
+    cpu_value: Value
+
+
+def find_mismatch(pairs: list[tuple[cst.BaseExpression, Value]]) -> Optional[Mismatch]:
+    found = mismatch(value for _, value in pairs)
+    if found is None:
+        return None
+    on_device, on_cpu = found
+    device_node = next(part for part, value in pairs if value is on_device)
+    cpu_node = next(part for part, value in pairs if value is on_cpu)
+    return Mismatch(device_node, on_device, cpu_node, on_cpu)
 
 
 def first_cpu_operand(

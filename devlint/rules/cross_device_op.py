@@ -2,9 +2,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.analysis.operations import Citations, operands
+from devlint.analysis.operations import Citations, find_mismatch, operands
 from devlint.analysis.prefilter import CPU_TENSOR_SOURCE, DEVICE_SOURCE
-from devlint.analysis.values import mismatch
 from devlint.rules.base import Invalid, Rule
 
 
@@ -89,22 +88,16 @@ class CrossDeviceOp(Rule):
         self._check(node)
 
     def _check(self, node: cst.CSTNode) -> None:
-        pairs = operands(node, self.context.flow)
-        if len(pairs) < 2:
-            return
-        found = mismatch(value for _, value in pairs)
+        found = find_mismatch(operands(node, self.context.flow))
         if found is None:
             return
-        on_device, on_cpu = found
-        device_node = next(part for part, value in pairs if value is on_device)
-        cpu_node = next(part for part, value in pairs if value is on_cpu)
         citations = Citations()
-        device_evidence = citations.of(on_device.placement)
-        cpu_evidence = citations.of(on_cpu.placement)
+        device_evidence = citations.of(found.device_value.placement)
+        cpu_evidence = citations.of(found.cpu_value.placement)
         self.report(
             node,
-            f"mixes devices: `{self.context.source_of(device_node)}` is on "
-            f"`{on_device.placement.device}` ({device_evidence}) but "
-            f"`{self.context.source_of(cpu_node)}` is on the CPU ({cpu_evidence})",
+            f"mixes devices: `{self.context.source_of(found.device_node)}` is on "
+            f"`{found.device_value.placement.device}` ({device_evidence}) but "
+            f"`{self.context.source_of(found.cpu_node)}` is on the CPU ({cpu_evidence})",
             citations.cited(),
         )

@@ -5,10 +5,10 @@ from typing import Optional
 import libcst as cst
 
 from devlint.analysis.names import dotted_name
-from devlint.analysis.operations import Citations, first_cpu_operand, operands
+from devlint.analysis.operations import Citations, find_mismatch, first_cpu_operand, operands
 from devlint.analysis.prefilter import CPU_TENSOR_SOURCE, DEVICE_OR_INPUT_SOURCE
 from devlint.analysis.torch_api import FUNCTIONAL_LOSSES, looks_like_loss
-from devlint.analysis.values import Kind, Value, Where, mismatch
+from devlint.analysis.values import Kind, Value, Where
 from devlint.rules.base import Invalid, Rule
 
 
@@ -185,20 +185,18 @@ class MissingDeviceMove(Rule):
         )
 
     def _check_loss(self, arguments: list[tuple[cst.BaseExpression, Value]]) -> None:
-        found = mismatch(value for _, value in arguments[:2])
+        found = find_mismatch(arguments[:2])
         if found is None:
             return
-        on_device, on_cpu = found
-        device_node = next(node for node, value in arguments if value is on_device)
-        cpu_node = next(node for node, value in arguments if value is on_cpu)
         citations = Citations()
-        cpu_evidence = citations.of(on_cpu.placement)
-        device_evidence = citations.of(on_device.placement)
+        cpu_evidence = citations.of(found.cpu_value.placement)
+        device = found.device_value.placement.device
+        device_evidence = citations.of(found.device_value.placement)
         self.report(
-            cpu_node,
-            f"`{self.context.source_of(cpu_node)}` is on the CPU ({cpu_evidence}) but "
-            f"`{self.context.source_of(device_node)}` is on `{on_device.placement.device}` "
-            f"({device_evidence}): move it with `.to({on_device.placement.device})`",
+            found.cpu_node,
+            f"`{self.context.source_of(found.cpu_node)}` is on the CPU ({cpu_evidence}) but "
+            f"`{self.context.source_of(found.device_node)}` is on `{device}` "
+            f"({device_evidence}): move it with `.to({device})`",
             citations.cited(),
         )
 
