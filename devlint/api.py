@@ -83,9 +83,9 @@ def lint_paths(
     if cache is not None:
         cache.save()
     summary = RunSummary()
-    for result in results:
-        assert result is not None, "every file has a result"
-        _collect(summary, result)
+    for outcome in results:
+        assert outcome is not None, "every file has a result"
+        _collect(summary, outcome)
     summary.findings.sort(key=Finding.sort_key)
     return summary
 

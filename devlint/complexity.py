@@ -22,8 +22,8 @@ MAX_FILE_BYTES = 5 * 1024 * 1024
 _SUSPICIOUS_LINE = 2_000  # characters
 _SUSPICIOUS_BRACKETS = 100
 _BRACKETS = re.compile(r"[^()\[\]{}]+")
-_UNARY_RUN = re.compile(r"(?:[-+~]\s*){50}|(?:\bnot\s+){50}")
-_LONG_LINE = re.compile(rf"[^\n]{{{_SUSPICIOUS_LINE},}}")
+_OPERATOR_RUN = re.compile(r"(?:[-+~]\s*){50}")
+_NOT_RUN = re.compile(r"(?:\bnot\s+){50}")
 
 
 def _bracket_depth(source: str) -> int:
@@ -38,10 +38,13 @@ def _bracket_depth(source: str) -> int:
 
 
 def _suspicious(source: str) -> bool:
+    # Run on every file parsed: the cheap tests first, and the `not` regex (which has no literal
+    # start to search for) only where "not" occurs often enough.
     return bool(
-        _UNARY_RUN.search(source)
-        or _LONG_LINE.search(source)
-        or _bracket_depth(source) > _SUSPICIOUS_BRACKETS
+        _bracket_depth(source) > _SUSPICIOUS_BRACKETS
+        or any(len(line) >= _SUSPICIOUS_LINE for line in source.split("\n"))
+        or (source.count("not") >= 50 and _NOT_RUN.search(source))
+        or _OPERATOR_RUN.search(source)
     )
 
 

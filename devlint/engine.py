@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import gc
 import io
 import sys
 import tokenize
@@ -10,7 +11,7 @@ import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Optional, Union
+from typing import Optional, Union, cast
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
@@ -226,6 +227,25 @@ def unreadable_result(path: str, problem: Unreadable, rules: RuleSet) -> FileRes
 
 def lint_source(path: str, data: bytes, rules: RuleSet) -> FileResult:
     """Lint one file's bytes with the enabled rules; never raises for bad input."""
+    with _collector_paused():
+        return _lint_source(path, data, rules)
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """A parse allocates a million objects, and Python's cyclic collector would scan the growing
+    tree again and again although none of it is garbage (trees are freed by reference counting,
+    file by file): a sixth of the time. Paused for one file; it catches up after."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _lint_source(path: str, data: bytes, rules: RuleSet) -> FileResult:
     result = FileResult(path)
     oversized = too_large(data)
     if oversized is not None:
@@ -302,7 +322,7 @@ def _positions(module: cst.Module) -> Mapping[cst.CSTNode, CodeRange]:
     over the tree, copying every node for nothing: as costly as the positions themselves."""
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     try:
-        return PositionProvider()._gen(wrapper)
+        return cast(Mapping[cst.CSTNode, CodeRange], PositionProvider()._gen(wrapper))
     except AttributeError:  # a LibCST without that entry point
         return wrapper.resolve(PositionProvider)
 

@@ -25,6 +25,8 @@ from devlint.engine import RuleSet, Unreadable, lint_source, unreadable_result
 
 # Files per task: enough to amortise the hand-over, few enough to balance the load.
 _MAX_CHUNK = 8
+# Chunks per process, by bytes: enough that the last ones to finish are small.
+_CHUNKS_PER_JOB = 16
 
 
 @dataclass(frozen=True)
@@ -85,9 +87,19 @@ def lint_tasks(tasks: Sequence[Task], jobs: int) -> Iterator[Outcome]:
 
 
 def _chunks(tasks: Sequence[Task], jobs: int) -> list[list[Task]]:
-    by_size = sorted(tasks, key=_size, reverse=True)
-    size = max(1, min(_MAX_CHUNK, len(by_size) // (jobs * 8)))
-    return [by_size[start : start + size] for start in range(0, len(by_size), size)]
+    """Largest files first, one per chunk when big; small ones grouped up to a share of the
+    bytes, so that the hand-over costs little and no chunk outweighs the others."""
+    sized = sorted(((_size(task), task) for task in tasks), key=lambda pair: -pair[0])
+    share = sum(size for size, _ in sized) // (jobs * _CHUNKS_PER_JOB) + 1
+    chunks: list[list[Task]] = []
+    weight = share
+    for size, task in sized:
+        if weight + size > share or len(chunks[-1]) >= _MAX_CHUNK:
+            chunks.append([])
+            weight = 0
+        chunks[-1].append(task)
+        weight += size
+    return chunks
 
 
 def _size(task: Task) -> int:

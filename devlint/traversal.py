@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import fields
-from typing import Callable, Optional, get_args, get_origin, get_type_hints
+from typing import Callable, Optional, cast, get_args, get_origin, get_type_hints
 
 import libcst as cst
 from libcst._nodes import op as _op
@@ -38,7 +38,8 @@ INERT_TYPES: frozenset[type] = frozenset(
 _FIELDS: dict[type, tuple[str, ...]] = {}
 # What a field's value is, by the value's class: a node, a sequence of nodes, or neither.
 _NODE, _SEQUENCE, _OTHER = 1, 2, 0
-_VALUE_KINDS: dict[type, int] = {tuple: _SEQUENCE, list: _SEQUENCE, type(None): _OTHER}
+_CONTAINER_KINDS: dict[type, int] = {tuple: _SEQUENCE, list: _SEQUENCE, type(None): _OTHER}
+_VALUE_KINDS = dict(_CONTAINER_KINDS)
 
 
 class _FieldRecorder(cst.CSTVisitor):
@@ -160,11 +161,22 @@ class Walker:
         self._enter = dict(enter)
         self._leave = dict(leave)
         self._attributes = dict(attributes or {})
-        self._hooked = frozenset(hooked)
+        # What to do with a value of each class, for these hooks: shared by walkers alike.
+        self._kinds = _WALK_KINDS.setdefault(frozenset(hooked), dict(_CONTAINER_KINDS))
+
+    def _kind(self, value: object) -> int:
+        """Like `_value_kind`, but a node below which no code can hold is not worth entering
+        unless a hook wants it."""
+        kind = _value_kind(value)
+        cls = type(value)
+        if kind == _NODE and not _hooks_on(cls, self) and not _fields_of(cast(cst.CSTNode, value)):
+            kind = _OTHER  # a name or a literal, say: nothing below it to visit
+        self._kinds[cls] = kind
+        return kind
 
     def walk(self, root: cst.CSTNode) -> None:
-        enter, leave, attributes, hooked = self._enter, self._leave, self._attributes, self._hooked
-        known_fields, kinds, inert = _FIELDS, _VALUE_KINDS, INERT_TYPES
+        enter, leave, attributes, kinds = self._enter, self._leave, self._attributes, self._kinds
+        known_fields, kind_of = _FIELDS, self._kind
 
         def visit(node: cst.CSTNode) -> None:
             cls = type(node)
@@ -181,16 +193,15 @@ class Walker:
                         around[1](node, name, True)  # type: ignore[index]
                     kind = kinds.get(type(value))
                     if kind is None:
-                        kind = _value_kind(value)
+                        kind = kind_of(value)
                     if kind == _NODE:
-                        if known_fields.get(type(value)) != () or type(value) in hooked:
-                            visit(value)
+                        visit(value)
                     elif kind == _SEQUENCE:
                         for child in value:
-                            child_class = type(child)
-                            if child_class not in inert and (
-                                known_fields.get(child_class) != () or child_class in hooked
-                            ):
+                            child_kind = kinds.get(type(child))
+                            if child_kind is None:
+                                child_kind = kind_of(child)
+                            if child_kind == _NODE:
                                 visit(child)
                     if announced:
                         around[1](node, name, False)  # type: ignore[index]
@@ -198,7 +209,19 @@ class Walker:
             if hook is not None:
                 hook(node)
 
-        visit(root)
+        try:
+            visit(root)
+        finally:
+            # `visit` refers to itself: without this the cycle would keep every hook, and through
+            # them the file's tree, alive until the cyclic garbage collector came round.
+            visit = None  # type: ignore[assignment]
+
+
+_WALK_KINDS: dict[frozenset[type], dict[type, int]] = {}
+
+
+def _hooks_on(cls: type, walker: Walker) -> bool:
+    return cls in walker._enter or cls in walker._leave or cls in walker._attributes
 
 
 def _node_type(name: str) -> Optional[type]:

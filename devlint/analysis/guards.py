@@ -200,6 +200,7 @@ def _catches_errors(node: cst.Try) -> bool:
     return False
 
 
+_BLOCKS = frozenset({cst.Module, cst.IndentedBlock, cst.SimpleStatementSuite})
 _SETUP_METHODS = frozenset({"setUp", "setUpClass", "setup_method", "setup_class"})
 
 
@@ -243,25 +244,28 @@ class GuardTracker:
     def guarded(self) -> bool:
         return self._depth > 0
 
+    # Exact types below: faster than isinstance (ABCMeta), and LibCST's classes are final.
     def enter(self, node: cst.CSTNode) -> None:
-        if isinstance(node, (cst.Module, cst.IndentedBlock, cst.SimpleStatementSuite)):
+        kind = type(node)
+        if kind in _BLOCKS:
             self._block_guards.append(0)
-        elif isinstance(node, cst.ClassDef):
-            if self._class_is_gpu_only(node):
-                self._gpu_only_classes.add(node.name.value)
-        elif isinstance(node, (cst.If, cst.IfExp)):
-            self._polarities[id(node)] = self.classifier.classify(node.test)
-        elif isinstance(node, cst.BooleanOperation):
-            self._polarities[id(node)] = self.classifier.classify(node.left)
+        elif kind is cst.ClassDef:
+            if self._class_is_gpu_only(node):  # type: ignore[arg-type]
+                self._gpu_only_classes.add(node.name.value)  # type: ignore[attr-defined]
+        elif kind is cst.If or kind is cst.IfExp:
+            self._polarities[id(node)] = self.classifier.classify(node.test)  # type: ignore[attr-defined]
+        elif kind is cst.BooleanOperation:
+            self._polarities[id(node)] = self.classifier.classify(node.left)  # type: ignore[attr-defined]
 
     def leave(self, node: cst.CSTNode) -> None:
-        if isinstance(node, (cst.Module, cst.IndentedBlock, cst.SimpleStatementSuite)):
+        kind = type(node)
+        if kind in _BLOCKS:
             self._depth -= self._block_guards.pop()
-        elif isinstance(node, cst.If):
-            if self._exits_without_cuda(node):
+        elif kind is cst.If:
+            if self._exits_without_cuda(node):  # type: ignore[arg-type]
                 self._guard_rest_of_block()
             self._polarities.pop(id(node), None)
-        elif isinstance(node, (cst.IfExp, cst.BooleanOperation)):
+        elif kind is cst.IfExp or kind is cst.BooleanOperation:
             self._polarities.pop(id(node), None)
         elif isinstance(node, cst.Assert):
             if self.classifier.classify(node.test) in (Polarity.AVAILABLE, Polarity.CHOICE):

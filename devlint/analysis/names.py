@@ -18,10 +18,11 @@ def dotted_name(node: cst.BaseExpression) -> Optional[str]:
     """``a.b.c`` for a chain of names and attributes, else None."""
     parts: list[str] = []
     current: cst.BaseExpression = node
-    while isinstance(current, cst.Attribute):
+    # Exact types: LibCST's classes are final, and `isinstance` on them is slow (ABCMeta).
+    while type(current) is cst.Attribute:
         parts.append(current.attr.value)
         current = current.value
-    if not isinstance(current, cst.Name):
+    if type(current) is not cst.Name:
         return None
     parts.append(current.value)
     return ".".join(reversed(parts))

@@ -38,6 +38,12 @@ class _Scope:
     bindings: dict[str, Binding] = field(default_factory=dict)
 
 
+# The node types `ScopeTracker.enter` and `leave` react to (LibCST's classes are final).
+_SCOPE_TYPES = frozenset(
+    {cst.Module, cst.ClassDef, cst.FunctionDef, cst.Lambda, cst.Assign, cst.AnnAssign}
+)
+
+
 class ScopeTracker:
     def __init__(self, names: ImportMap) -> None:
         self._names = names
@@ -47,6 +53,8 @@ class ScopeTracker:
         self._local_names: dict[int, set[str]] = {}
 
     def enter(self, node: cst.CSTNode) -> None:
+        if type(node) not in _SCOPE_TYPES:
+            return  # most nodes: skip the chain of (slow, ABCMeta) isinstance checks
         if isinstance(node, cst.Module):
             self._scopes.append(_Scope(node))
             # Classes are known before their first use, wherever a module-level one is defined.
@@ -64,6 +72,8 @@ class ScopeTracker:
             self._scopes.append(scope)
 
     def leave(self, node: cst.CSTNode) -> None:
+        if type(node) not in _SCOPE_TYPES:
+            return
         if isinstance(node, (cst.Module, cst.FunctionDef, cst.Lambda)):
             self._scopes.pop()
         elif isinstance(node, cst.ClassDef):
