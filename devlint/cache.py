@@ -98,12 +98,14 @@ def _source_fingerprint() -> str:
 
 
 def _libcst_version() -> str:
-    try:
-        from importlib.metadata import version
+    try:  # the generated module: importlib.metadata would cost a warm run a tenth of its time
+        from libcst._version import __version__ as version
 
-        return version("libcst")
-    except Exception:
-        return "unknown"
+        return str(version)
+    except ImportError:
+        from importlib.metadata import version as installed
+
+        return installed("libcst")
 
 
 def _header() -> dict[str, Any]:
@@ -142,7 +144,11 @@ class Cache:
             return  # another devlint, LibCST or Python wrote it
         entries = document.get("entries")
         if isinstance(entries, dict):
-            self._entries = {k: v for k, v in entries.items() if isinstance(v, dict)}
+            self._entries = {
+                key: entry
+                for key, entry in entries.items()
+                if isinstance(entry, dict) and isinstance(entry.get("seen_ns"), int)
+            }
 
     def lookup(self, path: Path, codes: Iterable[str], shown_as: str) -> Optional[FileResult]:
         """The cached result for ``path`` if its bytes are unchanged; None otherwise."""
@@ -162,7 +168,7 @@ class Cache:
             self._entries.pop(key, None)  # a malformed entry: relint, and rewrite it
             self._changed = True
             return None
-        if self._now_ns - entry.get("seen_ns", 0) > _EXPIRY_NS // 2:
+        if self._now_ns - entry["seen_ns"] > _EXPIRY_NS // 2:
             entry["seen_ns"] = self._now_ns  # keep entries in use from expiring
             self._changed = True
         return FileResult(shown_as, findings)
@@ -188,7 +194,7 @@ class Cache:
         live = {
             key: entry
             for key, entry in self._entries.items()
-            if self._now_ns - entry.get("seen_ns", 0) <= _EXPIRY_NS
+            if self._now_ns - entry["seen_ns"] <= _EXPIRY_NS
         }
         document = {"header": self._header, "entries": live}
         try:

@@ -127,7 +127,7 @@ def check(
             )
             changed_files = bool(summary.fixed)
         elif reading_stdin:
-            data = click.get_binary_stream("stdin").read()
+            data = sys.stdin.buffer.read()
             summary = lint_stdin(data, stdin_filename or "-", resolver, force_exclude)
             lines = SourceLines({stdin_filename or "-": data})
         else:
@@ -165,7 +165,7 @@ def _write_baseline(
 
 
 def _report(summary: RunSummary, output_format: str, quiet: bool, statistics: bool) -> None:
-    out = click.get_text_stream("stdout")
+    out = sys.stdout
     options = ReportOptions(color=out.isatty(), quiet=quiet, statistics=statistics)
     renderer(output_format)(summary, out, options)
     for problem in summary.errors:
@@ -194,7 +194,7 @@ def _fix_stdin(filename: str, resolver: ConfigResolver, unsafe: bool, diff: bool
     from devlint.api import Linter
     from devlint.fixing import fix_source, unified_diff
 
-    data = click.get_binary_stream("stdin").read()
+    data = sys.stdin.buffer.read()
     outcome = fix_source(filename, data, Linter(resolver).rules_for(Path(filename)), unsafe)
     if outcome.error is not None:
         _fail(f"{filename}: {outcome.error}")
@@ -222,7 +222,7 @@ def explain(code: str, output_format: str) -> None:
         return
     text = explanation(rule)
     # Markdown when piped (it renders anywhere); headings and code set off on a colour terminal.
-    click.echo(style_markdown(text) if click.get_text_stream("stdout").isatty() else text, nl=False)
+    click.echo(style_markdown(text) if sys.stdout.isatty() else text, nl=False)
 
 
 @cli.command("rules")
@@ -232,7 +232,7 @@ def list_rules(output_format: str) -> None:
     if output_format == "json":
         click.echo(json.dumps([rule_to_json(rule) for rule in ALL_RULES], indent=2))
         return
-    click.echo(rules_table(ALL_RULES, click.get_text_stream("stdout").isatty()), nl=False)
+    click.echo(rules_table(ALL_RULES, sys.stdout.isatty()), nl=False)
 
 
 _PROFILE_HELP = "Run under this profile (repeatable); default: those each finding's rule needs."

@@ -44,7 +44,7 @@ _RULE_SETS: dict[frozenset[str], RuleSet] = {}
 
 
 def default_jobs() -> int:
-    """The CPUs this process may run on (a container's limit, not the host's count)."""
+    """The CPUs this process may run on (its affinity, where the system has one)."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on Linux
@@ -117,23 +117,40 @@ def _context() -> multiprocessing.context.BaseContext:
 
 
 def _in_pool(tasks: Sequence[Task], jobs: int) -> Iterator[Outcome]:
+    lost: list[Task] = []
+    for chunk, outcomes in _run_chunks(_chunks(tasks, jobs), jobs):
+        if outcomes is None:
+            lost.extend(chunk)
+        else:
+            yield from outcomes
+    # A worker died (killed, out of memory, a crash in native code) and took the pool with it:
+    # each file it left undone gets a process of its own, so that only the culprit fails.
+    for task in sorted(lost, key=lambda task: task.index):
+        for chunk, outcomes in _run_chunks([[task]], 1):
+            yield from outcomes if outcomes is not None else _lost(chunk)
+
+
+def _run_chunks(
+    chunks: Sequence[list[Task]], jobs: int
+) -> Iterator[tuple[list[Task], Optional[list[Outcome]]]]:
+    """Each chunk with its outcomes, as they finish; None for a chunk a dead worker held."""
     with ProcessPoolExecutor(max_workers=jobs, mp_context=_context()) as pool:
         pending: dict[Future[list[Outcome]], list[Task]] = {
-            pool.submit(_lint_chunk, chunk): chunk for chunk in _chunks(tasks, jobs)
+            pool.submit(_lint_chunk, chunk): chunk for chunk in chunks
         }
         while pending:
             finished, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
                 chunk = pending.pop(future)
                 try:
-                    yield from future.result()
-                except BrokenProcessPool as error:
-                    yield from _lost(chunk, error)
+                    outcomes: Optional[list[Outcome]] = future.result()
+                except BrokenProcessPool:
+                    outcomes = None
+                yield chunk, outcomes
 
 
-def _lost(chunk: Sequence[Task], error: BaseException) -> Iterator[Outcome]:
-    """A worker died (killed, out of memory, a crash in native code): say so for its files."""
-    detail = f"the process linting it stopped: {error or type(error).__name__}"
+def _lost(chunk: Sequence[Task]) -> Iterator[Outcome]:
+    detail = "the process linting it stopped (killed, out of memory, or a crash in the parser)"
     for task in chunk:
         shown = str(task.path)
         yield task.index, FileResult(shown, [], [InternalError(shown, detail)]), None

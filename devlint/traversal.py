@@ -10,8 +10,9 @@ attribute events, but only reads fields.
 Each node type's child fields, in visiting order, are learnt once per process
 from LibCST itself (by recording which attributes its
 ``_visit_and_replace_children`` visits), so the order follows the installed
-LibCST rather than a copy of it. Whitespace, comments and punctuation hold no
-code, and none of devlint's hooks asks for them: they are skipped.
+LibCST rather than a copy of it. Fields whose declared type admits no code
+(whitespace, comments, punctuation) are left out, and so are nodes with nothing
+below them (names, literals) unless a hook asks for their type.
 """
 
 from __future__ import annotations
@@ -139,6 +140,8 @@ def descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
 
 NodeHook = Callable[[cst.CSTNode], object]
 AttributeHook = Callable[[cst.CSTNode, str, bool], None]
+# Per set of hooked types, what a walk does with a value of each class.
+_WALK_KINDS: dict[frozenset[type], dict[type, int]] = {}
 
 
 class Walker:
@@ -161,15 +164,16 @@ class Walker:
         self._enter = dict(enter)
         self._leave = dict(leave)
         self._attributes = dict(attributes or {})
+        self._hooked = frozenset(hooked)
         # What to do with a value of each class, for these hooks: shared by walkers alike.
-        self._kinds = _WALK_KINDS.setdefault(frozenset(hooked), dict(_CONTAINER_KINDS))
+        self._kinds = _WALK_KINDS.setdefault(self._hooked, dict(_CONTAINER_KINDS))
 
     def _kind(self, value: object) -> int:
         """Like `_value_kind`, but a node below which no code can hold is not worth entering
         unless a hook wants it."""
         kind = _value_kind(value)
         cls = type(value)
-        if kind == _NODE and not _hooks_on(cls, self) and not _fields_of(cast(cst.CSTNode, value)):
+        if kind == _NODE and cls not in self._hooked and not _fields_of(cast(cst.CSTNode, value)):
             kind = _OTHER  # a name or a literal, say: nothing below it to visit
         self._kinds[cls] = kind
         return kind
@@ -215,13 +219,6 @@ class Walker:
             # `visit` refers to itself: without this the cycle would keep every hook, and through
             # them the file's tree, alive until the cyclic garbage collector came round.
             visit = None  # type: ignore[assignment]
-
-
-_WALK_KINDS: dict[frozenset[type], dict[type, int]] = {}
-
-
-def _hooks_on(cls: type, walker: Walker) -> bool:
-    return cls in walker._enter or cls in walker._leave or cls in walker._attributes
 
 
 def _node_type(name: str) -> Optional[type]:

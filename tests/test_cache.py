@@ -158,6 +158,22 @@ def test_malformed_entries_and_foreign_headers_are_not_trusted(
     assert sorted(linted) == ["buggy.py", "clean.py"]
 
 
+def test_entries_of_the_wrong_types_are_dropped(
+    project: Path, tmp_path: Path, linted: list[str]
+) -> None:
+    cache_dir = tmp_path / "cache"
+    expected = _shown(_lint(project, cache_dir))
+    results = Cache(cache_dir).file
+    document = json.loads(results.read_text())
+    first, second = sorted(document["entries"])
+    document["entries"][first]["seen_ns"] = "yesterday"
+    document["entries"][second] = ["not", "an", "entry"]
+    results.write_text(json.dumps(document))
+    linted.clear()
+    assert _shown(_lint(project, cache_dir)) == expected
+    assert sorted(linted) == ["buggy.py", "clean.py"]
+
+
 def test_the_cache_folder_is_tagged_and_ignored(project: Path, tmp_path: Path) -> None:
     cache_dir = tmp_path / "cache"
     _lint(project, cache_dir)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -49,12 +50,27 @@ def test_the_pool_is_used_and_every_index_comes_back(tree: Path) -> None:
         assert stamp is not None and stamp.size == files[index].stat().st_size
 
 
-def test_a_dead_worker_becomes_an_internal_error_for_its_files(tree: Path) -> None:
-    files = sorted(tree.glob("module_*.py"))[:3]
-    tasks = [Task(index, path, frozenset({"DEV001"})) for index, path in enumerate(files)]
-    lost = list(parallel._lost(tasks, RuntimeError("killed")))
-    assert [index for index, _, _ in lost] == [0, 1, 2]
-    assert all("stopped" in result.errors[0].detail for _, result, _ in lost)
+def _die_on_crash_py(path: Path, codes: frozenset[str]) -> object:
+    if path.name == "crash.py":
+        os._exit(1)  # as a segmentation fault in native code would end the worker
+    return real_lint_path(path, codes)
+
+
+real_lint_path = parallel.lint_path
+
+
+def test_a_dead_worker_costs_only_its_culprit_file(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tree / "crash.py").write_text("import torch\nx = torch.ones(1).cuda()\n")
+    healthy = lint_paths([tree], ConfigResolver(RuleSelection()), False, jobs=2)
+    monkeypatch.setattr(parallel, "lint_path", _die_on_crash_py)
+    summary = lint_paths([tree], ConfigResolver(RuleSelection()), False, jobs=2)
+    assert [error.path for error in summary.errors] == [str(tree / "crash.py")]
+    assert "stopped" in summary.errors[0].detail
+    assert summary.files_checked == healthy.files_checked
+    crashed = str(tree / "crash.py")
+    assert summary.findings == [f for f in healthy.findings if f.path != crashed]
 
 
 @pytest.mark.parametrize("output_format", ["text", "json"])
