@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 from dataclasses import dataclass
 from typing import Optional
 
@@ -35,6 +36,14 @@ def _bracket_depth(source: str) -> int:
         else:
             depth = max(depth - 1, 0)
     return deepest
+
+
+def parse_quietly(source: str) -> ast.Module:
+    """CPython's parse of a user's file, without its warnings (invalid escapes and the like):
+    they concern the user's code, not devlint's, and Python 3.12 would print them."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.parse(source)
 
 
 def _suspicious(source: str) -> bool:
@@ -77,7 +86,7 @@ def too_complex(source: str) -> Optional[Refusal]:
     if not _suspicious(source):
         return None
     try:
-        tree = ast.parse(source)
+        tree = parse_quietly(source)
     except SyntaxError as error:
         # Never hand LibCST what CPython rejects here: deep brackets are what crash it.
         return Refusal(f"syntax error: {error.msg}", error.lineno or 1, error.offset or 1)

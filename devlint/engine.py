@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import gc
 import io
 import sys
@@ -17,7 +16,7 @@ import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from devlint.analysis.guards import GuardTracker
-from devlint.complexity import too_complex, too_large
+from devlint.complexity import parse_quietly, too_complex, too_large
 from devlint.context import TRACKED_TYPES, FileContext, RawFinding, RawFix
 from devlint.diagnostics import (
     PARSE_ERROR_CODE,
@@ -205,7 +204,7 @@ def _parse(source: str) -> Union[cst.Module, Unreadable]:
 def _check_syntax(source: str) -> Optional[Unreadable]:
     """Syntax check for files no rule needs to parse: CPython's parser, cheaper than LibCST's."""
     try:
-        ast.parse(source)
+        parse_quietly(source)
     except SyntaxError as error:
         return Unreadable(f"syntax error: {error.msg}", error.lineno or 1, error.offset or 1)
     except (ValueError, RecursionError, MemoryError) as error:
