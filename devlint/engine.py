@@ -313,6 +313,9 @@ def _run_rules(
     except RecursionError:
         errors.append(InternalError(path, "expressions nested too deeply to analyse"))
         return []
+    finally:
+        for rule in active:
+            rule.end_file()  # the tree is then freed by reference counting, file by file
     return [_locate(path, raw, ranges) for raw in context.findings]
 
 

@@ -55,6 +55,10 @@ class Rule:
     def begin_file(self, context: FileContext) -> None:
         self._context = context
 
+    def end_file(self) -> None:
+        """Let go of the file, so that its tree is freed as soon as the engine is done with it."""
+        self._context = None
+
     def report(
         self,
         node: cst.CSTNode,
