@@ -16,6 +16,7 @@ import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from devlint.analysis.guards import GuardTracker
+from devlint.analysis.syntax_screen import syntax_facts
 from devlint.complexity import parse_quietly, too_complex, too_large
 from devlint.context import TRACKED_TYPES, FileContext, RawFinding, RawFix
 from devlint.diagnostics import (
@@ -65,6 +66,18 @@ class RuleSet:
     def active(self, source: str) -> list[Rule]:
         """The rules whose cheap text test says they can fire on this source."""
         return [rule for rule in self.rules if rule.may_fire(source)]
+
+    def screen(self, active: list[Rule], source: str) -> Optional[list[Rule]]:
+        """The ``active`` rules that CPython's tree of the source leaves, where every one of them
+        can be screened so; None where they cannot, or where CPython cannot parse the source."""
+        if not active or not all(rule.screens_syntax for rule in active):
+            return None
+        try:
+            tree = parse_quietly(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None  # LibCST knows newer grammar than the running CPython: it decides
+        facts = syntax_facts(tree, source)
+        return [rule for rule in active if rule.may_fire_in(facts)]
 
     def may_fire(self, source: str) -> bool:
         """Cheap text test: can any enabled rule fire on this source at all?"""
@@ -254,6 +267,10 @@ def _lint_source(path: str, data: bytes, rules: RuleSet) -> FileResult:
         return unreadable_result(path, source, rules)
     located: list[tuple[Finding, tuple[int, ...]]] = []
     active = rules.active(source)
+    screened = rules.screen(active, source)
+    if screened is not None and not screened:
+        return result  # CPython parsed it, and no rule can fire: nothing to report
+    active = screened or active
     if not active:
         # LibCST knows newer grammar than the running CPython: it decides when CPython objects.
         if _check_syntax(source) is not None:

@@ -47,9 +47,9 @@ _FACTORY_ALTERNATIVES = "|".join(sorted(_FACTORY_WORDS))
 # `.to(` with any spacing: the move whose target the analysis reads as a device.
 _MOVE_TO = re.compile(r"\.\s*to\s*\(")
 # A loader name as `looks_like_loader` matches it: `*loader`, `dl`, `*_dl`.
-_LOADER_NAME = re.compile(r"(?i:loader|(?<![a-z0-9])dl\b)")
+LOADER_NAME = re.compile(r"(?i:loader|(?<![a-z0-9])dl\b)")
 # `torch.range` is a factory, but a bare `range` is not one unless imported from torch.
-_TORCH_RANGE = re.compile(
+TORCH_RANGE = re.compile(
     r"\.\s*range\b"  # torch.range, th.range
     r"|\bimport\b[^\n]*(?:\\\n[^\n]*)*\brange\b"  # from torch import range (continued lines)
     r"|\bimport\s*\([^)]*\brange\b"  # from torch import (..., range)
@@ -63,10 +63,24 @@ FORWARD_METHOD = re.compile(r"def\s+forward\b")
 DEVICE_OR_INPUT_SOURCE = AnyOf(("cuda", "device"), (_MOVE_TO, FORWARD_METHOD))
 # Where a tensor can be on the CPU: a factory, `.cpu()`, "cpu", a data loader's batch.
 CPU_TENSOR_SOURCE = AnyOf(
-    ("cpu", *_shortest(_FACTORY_WORDS - {"range"})), (_LOADER_NAME, _TORCH_RANGE)
+    ("cpu", *_shortest(_FACTORY_WORDS - {"range"})), (LOADER_NAME, TORCH_RANGE)
 )
 # A call of `.to`, `.cuda` or `.cpu`.
 MOVE_CALL = re.compile(r"\.\s*(?:to|cuda|cpu)\s*\(")
+
+
+_FACTORY_ALIAS = re.compile(rf"\b(?:{_FACTORY_ALTERNATIVES})\s+as\s")
+
+
+def imports_factory_alias(text: str) -> bool:
+    """`from torch import zeros as z`: a factory under another name."""
+    # A regex without a literal start is slow; look for aliases only around each " as ".
+    start = text.find(" as ")
+    while start >= 0:
+        if _FACTORY_ALIAS.search(text, max(0, start - 40), start + 4):
+            return True
+        start = text.find(" as ", start + 4)
+    return False
 
 
 @dataclass(frozen=True)
@@ -76,18 +90,9 @@ class _SelfFactoryAssignment:
     assignment: re.Pattern[str] = re.compile(
         rf"self\s*\.\s*\w+\s*=[\s\\(]*(?:\w+\s*\.\s*)*(?:{_FACTORY_ALTERNATIVES})\s*\("
     )
-    alias: re.Pattern[str] = re.compile(rf"\b(?:{_FACTORY_ALTERNATIVES})\s+as\s")
 
     def search(self, text: str) -> bool:
-        if self.assignment.search(text):
-            return True
-        # A regex without a literal start is slow; look for aliases only around each " as ".
-        start = text.find(" as ")
-        while start >= 0:
-            if self.alias.search(text, max(0, start - 40), start + 4):
-                return True
-            start = text.find(" as ", start + 4)
-        return False
+        return bool(self.assignment.search(text)) or imports_factory_alias(text)
 
 
 SELF_FACTORY_ASSIGNMENT = _SelfFactoryAssignment()

@@ -10,6 +10,7 @@ import libcst as cst
 
 if TYPE_CHECKING:
     from devlint.analysis.prefilter import TextTest
+    from devlint.analysis.syntax_screen import SyntaxFacts
     from devlint.context import FileContext, RawFix
 
 
@@ -41,6 +42,9 @@ class Rule:
     # Further text tests, every one of which must match for a finding to be possible (a device
     # move, a tensor factory): where one fails the rule is skipped, and so perhaps the parse.
     required_patterns: ClassVar[tuple[TextTest, ...]] = ()
+    # Whether `may_fire_in` can reject files the text tests admit: where every rule the text
+    # tests leave does, CPython's tree decides whether LibCST needs to parse the file at all.
+    screens_syntax: ClassVar[bool] = False
     VALID: ClassVar[tuple[str, ...]] = ()
     INVALID: ClassVar[tuple[Invalid, ...]] = ()
 
@@ -75,6 +79,11 @@ class Rule:
         if cls.trigger_tokens and not any(token in source for token in cls.trigger_tokens):
             return False
         return all(pattern.search(source) for pattern in cls.required_patterns)
+
+    @classmethod
+    def may_fire_in(cls, facts: SyntaxFacts) -> bool:
+        """Structural test, after the text test: False only where the rule cannot fire."""
+        return True
 
     @classmethod
     def documentation(cls) -> str:

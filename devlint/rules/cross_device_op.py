@@ -4,6 +4,7 @@ import libcst as cst
 
 from devlint.analysis.operations import Citations, find_mismatch, operands
 from devlint.analysis.prefilter import CPU_TENSOR_SOURCE, DEVICE_SOURCE
+from devlint.analysis.syntax_screen import SyntaxFacts
 from devlint.rules.base import Invalid, Rule
 
 
@@ -44,6 +45,7 @@ class CrossDeviceOp(Rule):
     summary = "operation mixing tensors on different devices"
     trigger_tokens = ("torch",)
     required_patterns = (DEVICE_SOURCE, CPU_TENSOR_SOURCE)
+    screens_syntax = True
 
     VALID = (
         "import torch\nx = torch.zeros(3).cuda()\ny = x + 1",
@@ -77,6 +79,10 @@ class CrossDeviceOp(Rule):
             "`total` is on the CPU",
         ),
     )
+
+    @classmethod
+    def may_fire_in(cls, facts: SyntaxFacts) -> bool:
+        return facts.device_source and facts.cpu_tensor_source
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         self._check(node)

@@ -3,6 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from devlint.analysis.operations import Citations
+from devlint.analysis.syntax_screen import SyntaxFacts
 from devlint.analysis.values import Kind, Where
 from devlint.context import NodeEdit, RawFix
 from devlint.diagnostics import Applicability
@@ -50,6 +51,7 @@ class DiscardedDeviceMove(Rule):
     summary = "tensor device move whose result is thrown away"
     fixable = True
     trigger_tokens = (".to(", ".cuda(", ".cpu(")
+    screens_syntax = True
 
     VALID = (
         "import torch\nx = torch.zeros(3)\nx = x.to(device)",
@@ -86,6 +88,10 @@ class DiscardedDeviceMove(Rule):
         ),
         Invalid("import torch\nx = torch.zeros(3).float()\nx.to(torch.float16)", 3, 1),
     )
+
+    @classmethod
+    def may_fire_in(cls, facts: SyntaxFacts) -> bool:
+        return facts.discarded_move
 
     def visit_Expr(self, node: cst.Expr) -> None:
         call = node.value

@@ -7,6 +7,7 @@ import libcst as cst
 from devlint.analysis.names import dotted_name
 from devlint.analysis.operations import Citations, find_mismatch, first_cpu_operand, operands
 from devlint.analysis.prefilter import CPU_TENSOR_SOURCE, DEVICE_OR_INPUT_SOURCE
+from devlint.analysis.syntax_screen import SyntaxFacts
 from devlint.analysis.torch_api import FUNCTIONAL_LOSSES, looks_like_loss
 from devlint.analysis.values import Kind, Value, Where
 from devlint.rules.base import Invalid, Rule
@@ -57,6 +58,7 @@ class MissingDeviceMove(Rule):
     summary = "CPU tensor reaching a module, loss or input on another device"
     trigger_tokens = ("torch",)
     required_patterns = (DEVICE_OR_INPUT_SOURCE, CPU_TENSOR_SOURCE)
+    screens_syntax = True
 
     VALID = (
         "import torch\nfrom torch import nn\nmodel = nn.Linear(3, 2).to(device)\n"
@@ -140,6 +142,10 @@ class MissingDeviceMove(Rule):
             24,
         ),
     )
+
+    @classmethod
+    def may_fire_in(cls, facts: SyntaxFacts) -> bool:
+        return (facts.device_source or facts.forward_method) and facts.cpu_tensor_source
 
     def visit_Call(self, node: cst.Call) -> None:
         flow = self.context.flow

@@ -4,6 +4,7 @@ import libcst as cst
 
 from devlint.analysis.operations import Citations
 from devlint.analysis.prefilter import DEVICE_SOURCE
+from devlint.analysis.syntax_screen import SyntaxFacts
 from devlint.analysis.values import Where
 from devlint.context import NodeEdit, RawFix
 from devlint.diagnostics import Applicability
@@ -46,6 +47,7 @@ class NumpyOnDeviceTensor(Rule):
     fixable = True
     trigger_tokens = (".numpy(",)
     required_patterns = (DEVICE_SOURCE,)
+    screens_syntax = True
 
     VALID = (
         "import torch\nx = torch.zeros(3).to(device)\na = x.cpu().numpy()",
@@ -76,6 +78,10 @@ class NumpyOnDeviceTensor(Rule):
             "preds = model(torch.ones(3).cuda())\narray = preds.detach().cpu().numpy()",
         ),
     )
+
+    @classmethod
+    def may_fire_in(cls, facts: SyntaxFacts) -> bool:
+        return facts.device_source
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func

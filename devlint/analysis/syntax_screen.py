@@ -1,0 +1,112 @@
+"""Structural facts, read off CPython's syntax tree, that prove a device-flow rule cannot fire.
+
+The text tests of `prefilter` admit nearly every file of model code: "device" and `torch.zeros`
+occur everywhere. What the interpreter needs to report is stricter: a place where a value is put
+on a device, and a tensor it places on the CPU. Both show in the tree, and CPython parses a file
+several times faster than LibCST. Files that no rule needs otherwise are checked by CPython's
+parser anyway (for syntax errors), so for those these facts come almost for free.
+
+Each fact is a necessary condition read off `calls.py`: where the interpreter creates a device
+or CPU placement, a fact here is set. The facts are deliberately loose (a factory call anywhere,
+in any function, counts): they must never reject a file a rule would report on.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import cast
+
+from devlint.analysis.prefilter import LOADER_NAME, TORCH_RANGE, imports_factory_alias
+from devlint.analysis.torch_api import FACTORIES
+
+_FACTORY_NAMES = frozenset(name.rpartition(".")[2] for name in FACTORIES)
+_MOVES = frozenset({"to", "cuda", "cpu"})
+
+
+@dataclass(frozen=True)
+class SyntaxFacts:
+    # `.cuda(...)`, `.to(target)`, `device=` something other than None or "cpu", a "cuda" string.
+    device_source: bool = False
+    # A factory call without `device=` (or `**kwargs`, which may hold one), `.cpu()`, a "cpu"
+    # string, a name like a data loader's.
+    cpu_tensor_source: bool = False
+    forward_method: bool = False  # `def forward`: its inputs are on the module's device
+    discarded_move: bool = False  # a statement that is only `x.to(...)`, `x.cuda()` or `x.cpu()`
+
+
+def syntax_facts(tree: ast.Module, source: str) -> SyntaxFacts:
+    device = forward = discarded = False
+    # A factory under another name, or a loader's batches: no need to find the call.
+    cpu = imports_factory_alias(source) or bool(LOADER_NAME.search(source))
+    range_is_factory = bool(TORCH_RANGE.search(source))  # `from torch import range`
+    for node in _nodes(tree):
+        kind = type(node)  # exact types: cheaper than isinstance in the screen's hot loop
+        if kind is ast.Call:
+            call = cast(ast.Call, node)
+            device = device or _places_on_device(call)
+            cpu = cpu or _creates_on_cpu(call, range_is_factory)
+        elif kind is ast.Constant:
+            value = cast(ast.Constant, node).value
+            if isinstance(value, str):
+                device = device or value.startswith("cuda")
+                cpu = cpu or value == "cpu"
+        elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+            forward = forward or cast(ast.FunctionDef, node).name == "forward"
+        elif kind is ast.Expr:
+            discarded = discarded or _is_move(cast(ast.Expr, node).value)
+        if device and cpu and forward and discarded:
+            break
+    return SyntaxFacts(device, cpu, forward, discarded)
+
+
+def _nodes(tree: ast.AST) -> Iterator[ast.AST]:
+    """Every node but the expression contexts (a third of all nodes), in no particular order:
+    twice as fast as `ast.walk`."""
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        for field in node._fields:
+            if field == "ctx":
+                continue
+            value = getattr(node, field, None)
+            if type(value) is list:
+                stack.extend(item for item in value if isinstance(item, ast.AST))
+            elif isinstance(value, ast.AST):
+                stack.append(value)
+
+
+def _method(call: ast.Call) -> str:
+    return call.func.attr if isinstance(call.func, ast.Attribute) else ""
+
+
+def _is_move(node: ast.expr) -> bool:
+    return isinstance(node, ast.Call) and _method(node) in _MOVES
+
+
+def _places_on_device(call: ast.Call) -> bool:
+    method = _method(call)
+    if method == "cuda" or (method == "to" and (call.args or call.keywords)):
+        return True
+    return any(
+        keyword.arg == "device" and not _is_none_or_cpu(keyword.value) for keyword in call.keywords
+    )
+
+
+def _is_none_or_cpu(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value in (None, "cpu")
+
+
+def _creates_on_cpu(call: ast.Call, range_is_factory: bool) -> bool:
+    if _method(call) == "cpu":
+        return True
+    func = call.func
+    if isinstance(func, ast.Name):
+        name = func.id if func.id != "range" or range_is_factory else ""
+    else:
+        name = _method(call)
+    if name not in _FACTORY_NAMES:
+        return False
+    return not any(keyword.arg in ("device", None) for keyword in call.keywords)
