@@ -59,7 +59,10 @@ def test_buggy_training_code_passes_the_screen_of_every_rule_reporting_it(case: 
         ("from torch import range\nr = range(3)", SyntaxFacts(cpu_tensor_source=True)),
         ("for x, y in train_dl:\n    pass", SyntaxFacts(cpu_tensor_source=True)),
         ("for i in range(3):\n    pass", SyntaxFacts()),
-        ("class M:\n    async def forward(self, x):\n        pass", SyntaxFacts(forward_method=True)),
+        (
+            "class M:\n    async def forward(self, x):\n        pass",
+            SyntaxFacts(forward_method=True),
+        ),
         ("x.cuda()", SyntaxFacts(device_source=True, discarded_move=True)),
         ("x.cpu()", SyntaxFacts(cpu_tensor_source=True, discarded_move=True)),
         ("print('no device here, says the cpu')", SyntaxFacts()),

@@ -29,7 +29,7 @@ class AnyOf:
     """Passes where any needle occurs or any pattern matches (substring tests are the cheapest)."""
 
     needles: tuple[str, ...]
-    patterns: tuple[re.Pattern[str], ...] = ()
+    patterns: tuple[TextTest, ...] = ()
 
     def search(self, text: str) -> bool:
         return any(needle in text for needle in self.needles) or any(
@@ -46,8 +46,20 @@ _FACTORY_WORDS = {name.rpartition(".")[2] for name in FACTORIES}
 _FACTORY_ALTERNATIVES = "|".join(sorted(_FACTORY_WORDS))
 # `.to(` with any spacing: the move whose target the analysis reads as a device.
 _MOVE_TO = re.compile(r"\.\s*to\s*\(")
-# A loader name as `looks_like_loader` matches it: `*loader`, `dl`, `*_dl`.
-LOADER_NAME = re.compile(r"(?i:loader|(?<![a-z0-9])dl\b)")
+
+
+class _LoaderName:
+    """A loader name as `looks_like_loader` matches it: `*loader`, `dl`, `*_dl`, in any case.
+    (A case-insensitive regex has no literal to search for, and is slow on large files.)"""
+
+    _dl = re.compile(r"(?<![a-z0-9])dl\b")
+
+    def search(self, text: str) -> bool:
+        lower = text.lower()
+        return "loader" in lower or ("dl" in lower and bool(self._dl.search(lower)))
+
+
+LOADER_NAME = _LoaderName()
 # `torch.range` is a factory, but a bare `range` is not one unless imported from torch.
 TORCH_RANGE = re.compile(
     r"\.\s*range\b"  # torch.range, th.range

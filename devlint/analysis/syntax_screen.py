@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import cast
 
-from devlint.analysis.prefilter import LOADER_NAME, TORCH_RANGE, imports_factory_alias
+from devlint.analysis.prefilter import LOADER_NAME
 from devlint.analysis.torch_api import FACTORIES
 
 _FACTORY_NAMES = frozenset(name.rpartition(".")[2] for name in FACTORIES)
@@ -37,16 +37,13 @@ class SyntaxFacts:
 
 
 def syntax_facts(tree: ast.Module, source: str) -> SyntaxFacts:
-    device = forward = discarded = False
-    # A factory under another name, or a loader's batches: no need to find the call.
-    cpu = imports_factory_alias(source) or bool(LOADER_NAME.search(source))
-    range_is_factory = bool(TORCH_RANGE.search(source))  # `from torch import range`
+    device = forward = discarded = cpu = imports_factory = False
     for node in _nodes(tree):
         kind = type(node)  # exact types: cheaper than isinstance in the screen's hot loop
         if kind is ast.Call:
             call = cast(ast.Call, node)
             device = device or _places_on_device(call)
-            cpu = cpu or _creates_on_cpu(call, range_is_factory)
+            cpu = cpu or _creates_on_cpu(call)
         elif kind is ast.Constant:
             value = cast(ast.Constant, node).value
             if isinstance(value, str):
@@ -56,8 +53,13 @@ def syntax_facts(tree: ast.Module, source: str) -> SyntaxFacts:
             forward = forward or cast(ast.FunctionDef, node).name == "forward"
         elif kind is ast.Expr:
             discarded = discarded or _is_move(cast(ast.Expr, node).value)
+        elif kind is ast.ImportFrom:
+            imports_factory = imports_factory or _imports_factory(cast(ast.ImportFrom, node))
         if device and cpu and forward and discarded:
             break
+    # A factory imported under another name (`zeros as z`, or `range`) makes calls no name test
+    # recognises: the import alone counts. So does a loader's name (its batches are on the CPU).
+    cpu = cpu or imports_factory or LOADER_NAME.search(source)
     return SyntaxFacts(device, cpu, forward, discarded)
 
 
@@ -99,14 +101,19 @@ def _is_none_or_cpu(node: ast.expr) -> bool:
     return isinstance(node, ast.Constant) and node.value in (None, "cpu")
 
 
-def _creates_on_cpu(call: ast.Call, range_is_factory: bool) -> bool:
+def _creates_on_cpu(call: ast.Call) -> bool:
     if _method(call) == "cpu":
         return True
     func = call.func
-    if isinstance(func, ast.Name):
-        name = func.id if func.id != "range" or range_is_factory else ""
-    else:
-        name = _method(call)
+    name = func.id if isinstance(func, ast.Name) and func.id != "range" else _method(call)
     if name not in _FACTORY_NAMES:
         return False
     return not any(keyword.arg in ("device", None) for keyword in call.keywords)
+
+
+def _imports_factory(node: ast.ImportFrom) -> bool:
+    """`from torch import range`, `from torch import zeros as z`: calls no name test can spot."""
+    return any(
+        alias.name in _FACTORY_NAMES and (alias.asname is not None or alias.name == "range")
+        for alias in node.names
+    )
