@@ -81,6 +81,10 @@ class TensorAttributeNotBuffer(Rule):
         "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
         "    def __init__(self):\n        super().__init__()\n        self.scale = torch.ones(4)\n"
         "    def forward(self, x):\n        return x",
+        # `forward` reads none of its inputs: the tensor meets nothing on the module's device.
+        "import torch\nfrom torch import nn\nclass Empty(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.p = torch.rand(3, 3)\n"
+        "    def forward(self, *args, **kwargs):\n        return {'loss': self.p.sum()}",
     )
     INVALID = (
         Invalid(
@@ -113,6 +117,8 @@ class TensorAttributeNotBuffer(Rule):
         init, forward = methods.get("__init__"), methods.get("forward")
         if init is None or forward is None or _SELF_MOVING_METHODS & methods.keys():
             return
+        if not _reads_its_inputs(forward):
+            return  # nothing on the module's device reaches the tensor: moving it is harmless
         reassigned = {
             name
             for method_name, method in methods.items()
@@ -188,6 +194,32 @@ def _self_assignments(method: cst.FunctionDef) -> set[str]:
     visitor = _SelfAttributes()
     visit(method.body, visitor)
     return visitor.assigned
+
+
+def _reads_its_inputs(forward: cst.FunctionDef) -> bool:
+    params = forward.params
+    inputs = {param.name.value for param in (*params.posonly_params, *params.params)[1:]}
+    inputs |= {param.name.value for param in params.kwonly_params}
+    inputs |= {
+        star.name.value
+        for star in (params.star_arg, params.star_kwarg)
+        if isinstance(star, cst.Param)
+    }
+    reads = _NameReads(inputs)
+    visit(forward.body, reads)
+    return reads.found
+
+
+class _NameReads(cst.CSTVisitor):
+    """Whether any of ``names`` is read in a function body."""
+
+    def __init__(self, names: set[str]) -> None:
+        self.names = names
+        self.found = False
+
+    def visit_Name(self, node: cst.Name) -> bool:
+        self.found = self.found or node.value in self.names
+        return False
 
 
 def _first_plain_use(forward: cst.FunctionDef, attribute: str) -> Optional[cst.CSTNode]:
