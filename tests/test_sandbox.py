@@ -516,8 +516,9 @@ def test_hostile_code_through_the_command_line_leaves_devlint_reporting(tmp_path
     root = _project(
         tmp_path,
         """
-        import os, signal, torch
+        import os, signal
         os.kill(os.getppid(), signal.SIGKILL)
+        import torch
         x = torch.ones(1).cuda()
         """,
     )
