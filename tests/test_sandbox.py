@@ -144,18 +144,26 @@ def test_no_core_dumps_and_a_cpu_time_limit(tmp_path: Path) -> None:
     assert outcome.status == COMPLETED, outcome.failures
 
 
-def test_grandchildren_die_with_the_run(tmp_path: Path) -> None:
+@pytest.mark.parametrize("session", ["the run's session", "a session of their own"])
+def test_grandchildren_die_with_the_run(tmp_path: Path, session: str) -> None:
+    own = session == "a session of their own"
     root = _project(
         tmp_path,
-        """
+        f"""
         import subprocess, sys
-        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+        subprocess.Popen(
+            [sys.executable, "-c", "import time; time.sleep(120)"], start_new_session={own}
+        )
         """,
     )
     started = time.monotonic()
     outcome = _run(root)
     assert outcome.status == COMPLETED, outcome.failures
     assert time.monotonic() - started < 20  # the sleeping grandchild did not hold devlint
+    deadline = time.monotonic() + 10
+    while _leftovers() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _leftovers()  # nor did it outlive the run
 
 
 def test_an_exception_is_reported_with_the_users_frames(tmp_path: Path) -> None:
@@ -274,8 +282,15 @@ def test_hostile_endless_allocation_is_an_error_at_the_memory_limit(tmp_path: Pa
     assert "MemoryError" in verdict.detail
 
 
-def test_hostile_a_fork_bomb_is_refused(tmp_path: Path) -> None:
-    root = _project(tmp_path, "import os\nwhile True:\n    os.fork()\n")
+FORK_BOMBS = {
+    "fork": "import os\nwhile True:\n    os.fork()\n",
+    "fork and leave the session": "import os\nwhile True:\n    os.fork() or os.setsid()\n",
+}
+
+
+@pytest.mark.parametrize("bomb", sorted(FORK_BOMBS))
+def test_hostile_a_fork_bomb_is_refused(tmp_path: Path, bomb: str) -> None:
+    root = _project(tmp_path, FORK_BOMBS[bomb])
     outcome, verdict = _run_hostile(root)
     assert outcome.status == REFUSED
     assert verdict.status == ERROR

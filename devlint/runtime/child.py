@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional, TextIO, Union
 
 from devlint.runtime import confine
-from devlint.runtime.guard import Policy
+from devlint.runtime.guard import Policy, kill_descendants
 from devlint.runtime.outcome import (
     COMPLETED,
     FAILED,
@@ -340,6 +340,7 @@ def confine_self(job: Job) -> Optional[Policy]:
         return None
     if guard.get("cgroup"):
         confine.join(guard["cgroup"])
+    confine.become_subreaper()
     confine.restrict(list(guard["writable"]))
     confine.drop_capabilities()
     policy = Policy(guard["writable"], int(guard["max_processes"]), guard.get("log"))
@@ -356,6 +357,7 @@ def main(job_path: str) -> None:
     outcome = run(job, policy)
     if os.getpid() != first:  # a fork of the user's code that unwound this far: not the report
         os._exit(1)
+    kill_descendants(first)  # also those that left the session, which the parent cannot see
     outcome.write(Path(job.result))
     sys.stdout.flush()
     sys.stderr.flush()

@@ -33,6 +33,7 @@ _RULE_PATH_BENEATH = 1
 _PR_SET_NO_NEW_PRIVS = 38
 _SCOPE_SIGNAL = 1 << 1  # ABI 6
 _PR_CAPBSET_DROP = 24
+_PR_SET_CHILD_SUBREAPER = 36
 _CAPABILITY_VERSION_3 = 0x20080522
 
 # Landlock's filesystem rights: those that change the filesystem, by the ABI that brought them.
@@ -278,6 +279,14 @@ class PidsGroup:
                 return
             except OSError:
                 time.sleep(0.02)  # the killed processes are still being reaped
+
+
+def become_subreaper() -> None:
+    """Orphans of the run's processes become this process's children, not init's: the run can
+    still find them (and kill them) when they left its session."""
+    libc = _libc()
+    if libc is not None:
+        libc.prctl(_PR_SET_CHILD_SUBREAPER, *[ctypes.c_ulong(value) for value in (1, 0, 0, 0)])
 
 
 def join(procs: str) -> None:

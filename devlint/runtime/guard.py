@@ -91,7 +91,7 @@ class Policy:
 
     def install(self) -> None:
         self.root_pid, self.parent_pid = os.getpid(), os.getppid()
-        self.session = os.getsid(0)
+        self.session = os.getsid(0) if hasattr(os, "getsid") else 0
         sys.addaudithook(self.hook)
 
     def hook(self, event: str, args: tuple[Any, ...]) -> None:
@@ -217,10 +217,12 @@ class Policy:
         return None
 
     def _processes_alive(self) -> int:
+        """The run's processes: in its session, or descended from its first process (also
+        those that left the session; the run's first process is their subreaper)."""
         processes = _processes()
         if processes is None:
             return 1 + self.started
-        return sum(stat[3] == self.session for _, stat in processes)
+        return len(descendants(self.root_pid, processes, self.session)) + 1
 
 
 def _stat(pid: int) -> Optional[tuple[str, int, int, int]]:
@@ -235,6 +237,37 @@ def _stat(pid: int) -> Optional[tuple[str, int, int, int]]:
         return fields[0], int(fields[1]), int(fields[2]), int(fields[3])
     except (IndexError, ValueError):
         return None
+
+
+def descendants(
+    root: int,
+    processes: Optional[list[tuple[int, tuple[str, int, int, int]]]] = None,
+    session: int = 0,
+) -> set[int]:
+    """The processes below ``root`` (and those in ``session``), from one look at /proc."""
+    processes = _processes() if processes is None else processes
+    children: dict[int, list[int]] = {}
+    found = set()
+    for pid, stat in processes or ():
+        children.setdefault(stat[1], []).append(pid)
+        if session and stat[3] == session:
+            found.add(pid)
+    waiting = [root]
+    while waiting:
+        for child in children.get(waiting.pop(), ()):
+            if child not in found:
+                found.add(child)
+                waiting.append(child)
+    found.discard(root)
+    return found
+
+
+def kill_descendants(root: int) -> None:
+    """SIGKILL every process below ``root``, however it left the run's session."""
+    for _ in range(3):  # a dying fork bomb may still be forking
+        for pid in descendants(root):
+            with suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def _processes() -> Optional[list[tuple[int, tuple[str, int, int, int]]]]:

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Optional
 
 from devlint.runtime import confine
+from devlint.runtime.guard import kill_descendants
 from devlint.runtime.outcome import CRASHED, REFUSED, TIMEOUT, Job, RunOutcome
 from devlint.runtime.profiles import CPU_HOST
 
@@ -197,6 +198,7 @@ def _wait(process: subprocess.Popen[bytes], limits: Limits) -> bool:
     try:
         process.wait(timeout=_GRACE_SECONDS)
     except subprocess.TimeoutExpired:
+        kill_descendants(process.pid)  # while the child still holds them (their subreaper)
         _kill_group(process, signal.SIGKILL)
         process.wait()
     return True
