@@ -4,8 +4,9 @@ Each (entry point, profile) runs in its own process, in its own temporary copy o
 so that nothing in the user's tree changes and no run sees another's files. The child starts in
 a new session (its own process group), with limits on address space, CPU time and file size and
 no core dumps; at the deadline the whole group gets SIGTERM (the child then reports what it
-reached), then SIGKILL. Output goes to files, not pipes, so a grandchild holding a pipe open
-cannot hang devlint.
+reached), then SIGKILL, and so do the processes that left the group (the child is their
+subreaper; as root, the run's pids cgroup holds them all). Output goes to files, not pipes, so a
+grandchild holding a pipe open cannot hang devlint.
 
 The code may write only in the run's folder, signal only its own processes, and keep at most
 ``max_processes`` processes alive: an audit hook in the child refuses the rest (``guard``), and
