@@ -2,23 +2,44 @@
 
 These scripts need no torch: the sandbox is the same for every profile, and ``cpu-host`` runs the
 user's code as it is.
+
+The hostile cases (a loop without end, endless allocation, a fork bomb, writes outside the run's
+folder, signals to devlint) each end in the verdict ``error`` with the reason, well within the
+run's limits, with devlint alive and the user's tree unchanged byte for byte. The cases through
+``ctypes`` test the OS-level backstop and run where the system has it.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import signal
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Optional
 
 import pytest
 
+from devlint.diagnostics import Finding, Position
+from devlint.runtime import confine
 from devlint.runtime.confirm import run_one
-from devlint.runtime.outcome import COMPLETED, CRASHED, FAILED, TIMEOUT, Entry, RunOutcome
+from devlint.runtime.outcome import (
+    COMPLETED,
+    CRASHED,
+    FAILED,
+    REFUSED,
+    TIMEOUT,
+    Entry,
+    RunOutcome,
+)
 from devlint.runtime.profiles import CPU_HOST
 from devlint.runtime.sandbox import Limits, SandboxError, project_copy
+from devlint.runtime.verdicts import ERROR, Verdict, decide
+from tests.helpers import run_cli
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX process groups and limits")
 
@@ -123,18 +144,26 @@ def test_no_core_dumps_and_a_cpu_time_limit(tmp_path: Path) -> None:
     assert outcome.status == COMPLETED, outcome.failures
 
 
-def test_grandchildren_die_with_the_run(tmp_path: Path) -> None:
+@pytest.mark.parametrize("session", ["the run's session", "a session of their own"])
+def test_grandchildren_die_with_the_run(tmp_path: Path, session: str) -> None:
+    own = session == "a session of their own"
     root = _project(
         tmp_path,
-        """
+        f"""
         import subprocess, sys
-        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+        subprocess.Popen(
+            [sys.executable, "-c", "import time; time.sleep(120)"], start_new_session={own}
+        )
         """,
     )
     started = time.monotonic()
     outcome = _run(root)
     assert outcome.status == COMPLETED, outcome.failures
     assert time.monotonic() - started < 20  # the sleeping grandchild did not hold devlint
+    deadline = time.monotonic() + 10
+    while _leftovers() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _leftovers()  # nor did it outlive the run
 
 
 def test_an_exception_is_reported_with_the_users_frames(tmp_path: Path) -> None:
@@ -164,3 +193,358 @@ def test_environment_caches_and_vcs_folders_are_not_copied(tmp_path: Path) -> No
         copied = {path.name for path in (folder / "copy").iterdir()}
     assert copied == {"pyproject.toml", "script.py", "env"}
     assert os.path.isdir(root / ".git")
+
+
+# -- hostile code --------------------------------------------------------------------------------
+
+HOSTILE = Limits(timeout=20, memory_mb=512, max_processes=4)
+WITHIN_LIMITS = 60  # seconds: generous, machines are shared; the runs take a few
+
+
+def _tree_hash(root: Path) -> str:
+    """Every entry under root: its path, kind, mode and bytes (or link target)."""
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        info = path.lstat()
+        digest.update(f"{path.relative_to(root)}\0{info.st_mode}\0".encode())
+        if path.is_symlink():
+            digest.update(os.readlink(path).encode())
+        elif path.is_file():
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _judged(root: Path, outcome: RunOutcome, name: str = "script.py") -> Verdict:
+    """The verdict a finding on the script's first line gets from this run."""
+    start = Position(1, 1)
+    finding = Finding(str(root / name), "DEV001", "unguarded-cuda", "demo", start, start, 1)
+    verdict = decide([finding], [outcome], root)[0]
+    assert verdict is not None
+    return verdict
+
+
+def _leftovers() -> list[int]:
+    """Processes still working in a run's folder that devlint has removed."""
+    found = []
+    for name in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        try:
+            cwd = os.readlink(f"/proc/{name}/cwd")
+        except OSError:
+            continue
+        if "devlint-confirm-" in cwd and cwd.endswith(" (deleted)"):
+            found.append(int(name))
+    return found
+
+
+@pytest.fixture
+def sigterm_watch() -> Iterator[list[int]]:
+    """Signals that reached this process (devlint's, in run_one) while the test ran."""
+    received: list[int] = []
+    previous = signal.signal(signal.SIGTERM, lambda number, frame: received.append(number))
+    try:
+        yield received
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _run_hostile(
+    root: Path, limits: Limits = HOSTILE, extra: Optional[list[Path]] = None
+) -> tuple[RunOutcome, Verdict]:
+    """Run the script; check the tree and other paths are unchanged and the time bounded."""
+    watched = [root, *(extra or [])]
+    before = [_tree_hash(path) for path in watched]
+    started = time.monotonic()
+    outcome = _run(root, limits)
+    assert time.monotonic() - started < WITHIN_LIMITS
+    assert [_tree_hash(path) for path in watched] == before
+    deadline = time.monotonic() + 10  # processes killed at the end may take a moment to go
+    while _leftovers() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _leftovers()
+    return outcome, _judged(root, outcome)
+
+
+def test_hostile_a_loop_without_end_is_an_error_at_the_timeout(tmp_path: Path) -> None:
+    root = _project(tmp_path, "x = 0\nwhile True:\n    x += 1\n")
+    outcome, verdict = _run_hostile(root, Limits(timeout=2, memory_mb=512, max_processes=4))
+    assert outcome.status == TIMEOUT
+    assert verdict.status == ERROR
+    assert "timed out after 2 s" in verdict.detail
+
+
+def test_hostile_endless_allocation_is_an_error_at_the_memory_limit(tmp_path: Path) -> None:
+    root = _project(
+        tmp_path, "blobs = []\nwhile True:\n    blobs.append(bytearray(64 * 1024 * 1024))\n"
+    )
+    outcome, verdict = _run_hostile(root)
+    assert outcome.status == FAILED
+    assert verdict.status == ERROR
+    assert "MemoryError" in verdict.detail
+
+
+FORK_BOMBS = {
+    "fork": "import os\nwhile True:\n    os.fork()\n",
+    "fork and leave the session": "import os\nwhile True:\n    os.fork() or os.setsid()\n",
+}
+
+
+@pytest.mark.parametrize("bomb", sorted(FORK_BOMBS))
+def test_hostile_a_fork_bomb_is_refused(tmp_path: Path, bomb: str) -> None:
+    root = _project(tmp_path, FORK_BOMBS[bomb])
+    outcome, verdict = _run_hostile(root)
+    assert outcome.status == REFUSED
+    assert verdict.status == ERROR
+    assert "the code tried to start more than 4 processes at once" in verdict.detail
+
+
+def test_hostile_a_fork_bomb_that_catches_the_refusal_is_still_refused(tmp_path: Path) -> None:
+    script = """
+        import multiprocessing, subprocess, sys, time
+        for _ in range(20):
+            try:
+                subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+            except OSError:
+                pass
+        time.sleep(60)
+    """
+    outcome, verdict = _run_hostile(_project(tmp_path, script))
+    assert outcome.status == REFUSED  # at once: the refusal is logged, the timeout not awaited
+    assert "more than 4 processes" in verdict.detail
+
+
+def _backstop_for_processes() -> str:
+    """Why the OS cannot cap a run's processes here ("" where it can)."""
+    if not sys.platform.startswith("linux"):
+        return "pids cgroups and RLIMIT_NPROC as tested here are Linux's"
+    if os.geteuid() != 0:
+        return ""  # RLIMIT_NPROC
+    group = confine.PidsGroup.create(8)
+    if group is None:
+        return "root ignores RLIMIT_NPROC, and no pids cgroup can be created here"
+    group.remove()
+    return ""
+
+
+@pytest.mark.skipif(bool(_backstop_for_processes()), reason=_backstop_for_processes())
+def test_hostile_a_fork_bomb_through_ctypes_meets_the_os_limit(tmp_path: Path) -> None:
+    script = """
+        import ctypes, os, time
+        libc = ctypes.CDLL(None)
+        started = 0
+        for _ in range(3000):
+            pid = libc.fork()
+            if pid == 0:
+                time.sleep(60)
+                os._exit(0)
+            started += pid > 0
+        raise RuntimeError(f"started {started} processes")
+    """
+    limits = Limits(timeout=20, memory_mb=512, max_processes=2)
+    outcome, verdict = _run_hostile(_project(tmp_path, script), limits)
+    assert verdict.status == ERROR
+    started = int(outcome.failures[-1].message.split()[1])
+    assert 0 < started < limits.task_limit()
+    if os.geteuid() == 0:  # the cgroup tells which limit was reached
+        assert outcome.status == REFUSED
+        assert f"its limit of {limits.task_limit()} processes and threads" in verdict.detail
+
+
+WRITES = {
+    "open": "open({target!r}, 'w').write('x')",
+    "append": "open({target!r}, 'a').write('x')",
+    "pathlib": "import pathlib; pathlib.Path({target!r}).write_bytes(b'x')",
+    "os.open": "import os; os.close(os.open({target!r}, os.O_WRONLY | os.O_CREAT))",
+    "remove": "import os; os.remove({target!r})",
+    "rename": "import os; os.rename({target!r}, {target!r} + '.moved')",
+    "mkdir": "import os; os.mkdir({target!r} + '.d')",
+    "rmtree": "import shutil; shutil.rmtree({folder!r})",
+    "chmod": "import os; os.chmod({target!r}, 0o777)",
+    "truncate": "import os; os.truncate({target!r}, 0)",
+}
+
+
+@pytest.mark.parametrize("where", ["the user's project", "a folder outside"])
+@pytest.mark.parametrize("operation", sorted(WRITES))
+def test_hostile_a_write_outside_the_runs_folder_is_refused(
+    tmp_path: Path, operation: str, where: str
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "data.csv").write_text("a,b\n1,2\n")
+    root = _project(tmp_path, "")
+    (root / "data.csv").write_text("a,b\n1,2\n")
+    folder = root if where == "the user's project" else outside
+    target = str(folder / "data.csv")
+    (root / "script.py").write_text(
+        WRITES[operation].format(target=target, folder=str(folder)) + "\n"
+    )
+    outcome, verdict = _run_hostile(root, extra=[outside])
+    assert outcome.status == REFUSED
+    assert verdict.status == ERROR
+    assert "the code tried to write outside its folder: " in verdict.detail
+    assert str(folder) in verdict.detail
+
+
+def test_hostile_a_write_through_a_symlink_in_the_project_is_refused(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    root = _project(tmp_path, "open('data/new.txt', 'w').write('x')\n")
+    (root / "data").symlink_to(outside)  # copied as a link: it still points outside
+    outcome, verdict = _run_hostile(root, extra=[outside])
+    assert outcome.status == REFUSED
+    assert f"write outside its folder: {os.path.realpath(outside)}" in verdict.detail
+    assert not (outside / "new.txt").exists()
+
+
+@pytest.mark.skipif(confine.landlock_abi() < 1, reason="no Landlock: ctypes writes are not held")
+def test_hostile_a_write_through_ctypes_meets_landlock(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    target = outside / "written.txt"
+    script = f"""
+        import ctypes, os
+        libc = ctypes.CDLL(None, use_errno=True)
+        fd = libc.open({str(target).encode()!r}, os.O_WRONLY | os.O_CREAT, 0o644)
+        raise RuntimeError(f"open returned {{fd}}, errno {{ctypes.get_errno()}}")
+    """
+    _, verdict = _run_hostile(_project(tmp_path, script), extra=[outside])
+    assert verdict.status == ERROR
+    assert "open returned -1, errno 13" in verdict.detail  # EACCES
+    assert not target.exists()
+
+
+def test_a_run_may_write_in_its_folder_and_temp_dir_and_signal_its_own_processes(
+    tmp_path: Path,
+) -> None:
+    script = """
+        import multiprocessing, os, signal, subprocess, sys, tempfile, time
+        os.makedirs("checkpoints", exist_ok=True)
+        with open("checkpoints/last.bin", "wb") as file:
+            file.write(b"weights")
+        os.replace("checkpoints/last.bin", "checkpoints/best.bin")
+        with tempfile.NamedTemporaryFile("w", suffix=".log") as log:
+            log.write("epoch 1")
+        os.makedirs(os.path.expanduser("~"), exist_ok=True)  # exists: nothing is written
+        open(os.devnull, "w").write("quiet")
+        sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        os.kill(sleeper.pid, signal.SIGTERM)
+        sleeper.wait()
+        with multiprocessing.Pool(2) as pool:
+            assert pool.map(abs, [-1, -2, -3]) == [1, 2, 3]
+        os.kill(os.getpid(), 0)
+    """
+    root = _project(tmp_path, script)
+    outcome = _run(root, HOSTILE)
+    assert outcome.status == COMPLETED, (outcome.detail, outcome.failures)
+
+
+def test_a_training_loop_with_dataloader_workers_still_runs(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    script = """
+        import torch
+        from torch.utils.data import DataLoader, TensorDataset
+
+        data = TensorDataset(torch.randn(64, 3), torch.randn(64, 1))
+        model = torch.nn.Linear(3, 1)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for epoch in range(2):
+            for x, y in DataLoader(data, batch_size=16, num_workers=2):
+                optimizer.zero_grad()
+                torch.nn.functional.mse_loss(model(x), y).backward()
+                optimizer.step()
+        torch.save(model.state_dict(), "model.pt")
+    """
+    root = _project(tmp_path, script)
+    outcome = _run(root, Limits(timeout=120))
+    assert outcome.status == COMPLETED, (outcome.detail, outcome.failures)
+
+
+def test_hostile_raising_a_hard_limit_is_refused(tmp_path: Path) -> None:
+    script = """
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY,) * 2)
+        blob = bytearray(4 * 1024 ** 3)
+    """
+    outcome, verdict = _run_hostile(_project(tmp_path, script))
+    assert outcome.status == REFUSED
+    assert "the code tried to raise its resource limit RLIMIT_AS" in verdict.detail
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or os.geteuid() != 0, reason="root's capabilities"
+)
+def test_a_run_started_by_root_has_no_capabilities(tmp_path: Path) -> None:
+    script = """
+        import ctypes, resource
+        status = dict(line.split(":\\t") for line in open("/proc/self/status").read().splitlines())
+        assert int(status["CapEff"], 16) == int(status["CapBnd"], 16) == 0, status
+        libc = ctypes.CDLL(None, use_errno=True)
+        limit = (ctypes.c_ulong * 2)(2 ** 40, 2 ** 40)
+        assert libc.setrlimit(resource.RLIMIT_AS, limit) == -1 and ctypes.get_errno() == 1
+    """
+    outcome = _run(_project(tmp_path, script), HOSTILE)
+    assert outcome.status == COMPLETED, (outcome.detail, outcome.failures)
+
+
+SIGNALS = {
+    "kill SIGTERM": "os.kill(os.getppid(), signal.SIGTERM)",
+    "kill SIGKILL": "os.kill(os.getppid(), signal.SIGKILL)",
+    "killpg SIGKILL": "os.killpg(os.getpgid(os.getppid()), signal.SIGKILL)",
+    "every process": "os.kill(-1, signal.SIGTERM)",
+}
+
+
+@pytest.mark.parametrize("how", sorted(SIGNALS))
+def test_hostile_signalling_devlint_is_refused(
+    tmp_path: Path, how: str, sigterm_watch: list[int]
+) -> None:
+    # run_one runs in this process: devlint's parent process is pytest itself.
+    root = _project(tmp_path, f"import os, signal, time\n{SIGNALS[how]}\ntime.sleep(60)\n")
+    outcome, verdict = _run_hostile(root)
+    assert outcome.status == REFUSED
+    assert verdict.status == ERROR
+    expected = "every process" if how == "every process" else "its parent"
+    assert f"the code tried to signal {expected}" in verdict.detail
+    assert sigterm_watch == []  # and, for SIGKILL, this test is still running
+
+
+@pytest.mark.skipif(
+    confine.landlock_abi() < 6, reason="signals through ctypes are held by Landlock ABI 6"
+)
+def test_hostile_signalling_devlint_through_ctypes_meets_landlock(
+    tmp_path: Path, sigterm_watch: list[int]
+) -> None:
+    script = """
+        import ctypes, os, signal
+        libc = ctypes.CDLL(None, use_errno=True)
+        for number in (signal.SIGTERM, signal.SIGKILL):
+            assert libc.kill(os.getppid(), number) == -1 and ctypes.get_errno() == 1  # EPERM
+        raise RuntimeError("devlint was not reached")
+    """
+    _, verdict = _run_hostile(_project(tmp_path, script))
+    assert verdict.status == ERROR
+    assert "devlint was not reached" in verdict.detail
+    assert sigterm_watch == []
+
+
+def test_hostile_code_through_the_command_line_leaves_devlint_reporting(tmp_path: Path) -> None:
+    root = _project(
+        tmp_path,
+        """
+        import os, signal
+        os.kill(os.getppid(), signal.SIGKILL)
+        import torch
+        x = torch.ones(1).cuda()
+        """,
+    )
+    before = _tree_hash(root)
+    completed = run_cli(
+        "confirm", "--format", "json", "-q", "--timeout", "20", "script.py", cwd=root, timeout=120
+    )
+    assert completed.returncode == 0, completed.stderr  # neither killed nor crashed
+    report = json.loads(completed.stdout)
+    [finding] = [item for item in report["findings"] if item["code"] == "DEV001"]
+    assert finding["verdict"]["status"] == ERROR
+    assert "the code tried to signal its parent, devlint" in finding["verdict"]["detail"]
+    assert [run["status"] for run in report["runs"]] == [REFUSED]
+    assert _tree_hash(root) == before

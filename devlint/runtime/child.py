@@ -5,6 +5,10 @@ project, with resource limits already set. It sets the profile up, watches which
 that carry findings execute, runs the entry point (a script's ``__main__``, the test suite, or a
 named function), and writes a ``RunOutcome`` as JSON, also when the entry point fails or the
 parent's timeout arrives as SIGTERM.
+
+Before anything else it confines itself (``confine``: the pids cgroup, then Landlock, while it
+has a single thread) and installs the audit hook (``guard``); every process the user's code
+starts inherits both, except that a program it executes keeps only the OS-level limits.
 """
 
 from __future__ import annotations
@@ -24,9 +28,12 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Callable, Optional, TextIO, Union
 
+from devlint.runtime import confine
+from devlint.runtime.guard import Policy, kill_descendants
 from devlint.runtime.outcome import (
     COMPLETED,
     FAILED,
+    REFUSED,
     TIMEOUT,
     UNAVAILABLE,
     Failure,
@@ -287,7 +294,7 @@ def _on_sigterm(signum: int, frame: Any) -> None:
     raise _TimedOut()
 
 
-def run(job: Job) -> RunOutcome:
+def run(job: Job, policy: Optional[Policy] = None) -> RunOutcome:
     project = _Project(job.root)
     outcome = RunOutcome(job.entry, job.profile, COMPLETED)
     started = time.perf_counter()
@@ -321,14 +328,36 @@ def run(job: Job) -> RunOutcome:
         outcome.reached = {path: sorted(lines) for path, lines in watch.reached.items()}
         outcome.entered = sorted(watch.entered)
         outcome.seconds = round(time.perf_counter() - started, 3)
+    if policy is not None and policy.refusals:  # also when the code caught the error
+        outcome.status, outcome.detail = REFUSED, policy.refusals[0]
     return outcome
+
+
+def confine_self(job: Job) -> Optional[Policy]:
+    """The OS-level limits, then the audit hook, before any of the user's code runs."""
+    guard = job.guard
+    if not guard:
+        return None
+    if guard.get("cgroup"):
+        confine.join(guard["cgroup"])
+    confine.become_subreaper()
+    confine.restrict(list(guard["writable"]))
+    confine.drop_capabilities()
+    policy = Policy(guard["writable"], int(guard["max_processes"]), guard.get("log"))
+    policy.install()
+    return policy
 
 
 def main(job_path: str) -> None:
     faulthandler.enable()  # a crash (SIGSEGV, SIGABRT) leaves its stack in the run's stderr
     job = Job.read(Path(job_path))
     apply_limits(job.limits)
-    outcome = run(job)
+    policy = confine_self(job)
+    first = os.getpid()
+    outcome = run(job, policy)
+    if os.getpid() != first:  # a fork of the user's code that unwound this far: not the report
+        os._exit(1)
+    kill_descendants(first)  # also those that left the session, which the parent cannot see
     outcome.write(Path(job.result))
     sys.stdout.flush()
     sys.stderr.flush()

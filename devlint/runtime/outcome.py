@@ -18,6 +18,7 @@ FAILED = "failed"  # an exception ended the entry point
 CRASHED = "crashed"  # killed by a signal, or died without a report
 TIMEOUT = "timeout"
 UNAVAILABLE = "unavailable"  # the profile cannot run here (no torch, no GPU for `gpu`)
+REFUSED = "refused"  # the sandbox refused something the code tried (the detail says what)
 
 
 @dataclass
@@ -112,6 +113,7 @@ class Job:
     watch: dict[str, list[int]]  # relative path -> lines whose execution matters
     result: str  # where the child writes its RunOutcome
     limits: dict[str, int] = field(default_factory=dict)  # RLIMIT_* name -> value
+    guard: dict[str, Any] = field(default_factory=dict)  # what guard.Policy and confine need
 
     def write(self, path: Path) -> None:
         path.write_text(json.dumps(asdict(self)), encoding="utf-8")

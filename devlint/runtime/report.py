@@ -13,7 +13,7 @@ from devlint.report import display_path
 from devlint.report.json_format import finding_to_json
 from devlint.runtime.confirm import ConfirmOptions, ConfirmReport, confirm_paths, default_progress
 from devlint.runtime.device_rules import load_rules
-from devlint.runtime.outcome import RunOutcome
+from devlint.runtime.outcome import REFUSED, RunOutcome
 from devlint.runtime.verdicts import CONFIRMED, VERDICTS, Verdict
 
 _DETAIL_LINES = 3  # of a multi-line message (CUDA's carries four)
@@ -34,7 +34,7 @@ def _verdict_line(verdict: Optional[Verdict]) -> str:
 
 def _run_line(run: RunOutcome) -> str:
     text = f"{run.entry.label} under {run.profile}: {run.status} in {run.seconds:.1f} s"
-    if run.status != "completed" and run.detail and not run.failures:
+    if run.status != "completed" and run.detail and (not run.failures or run.status == REFUSED):
         text += f" ({run.detail.strip().splitlines()[0]})"
     return text
 

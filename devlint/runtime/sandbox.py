@@ -4,8 +4,14 @@ Each (entry point, profile) runs in its own process, in its own temporary copy o
 so that nothing in the user's tree changes and no run sees another's files. The child starts in
 a new session (its own process group), with limits on address space, CPU time and file size and
 no core dumps; at the deadline the whole group gets SIGTERM (the child then reports what it
-reached), then SIGKILL. Output goes to files, not pipes, so a grandchild holding a pipe open
-cannot hang devlint.
+reached), then SIGKILL, and so do the processes that left the group (the child is their
+subreaper; as root, the run's pids cgroup holds them all). Output goes to files, not pipes, so a
+grandchild holding a pipe open cannot hang devlint.
+
+The code may write only in the run's folder, signal only its own processes, and keep at most
+``max_processes`` processes alive: an audit hook in the child refuses the rest (``guard``), and
+Landlock, a pids cgroup or RLIMIT_NPROC hold code that bypasses Python (``confine``). A refusal
+ends the run as ``refused``, with the reason.
 
 This module imports no torch; the child does.
 """
@@ -25,7 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from devlint.runtime.outcome import CRASHED, TIMEOUT, Job, RunOutcome
+from devlint.runtime import confine
+from devlint.runtime.guard import kill_descendants
+from devlint.runtime.outcome import CRASHED, REFUSED, TIMEOUT, Job, RunOutcome
 from devlint.runtime.profiles import CPU_HOST
 
 try:
@@ -50,9 +58,15 @@ class Limits:
     cpu_seconds: Optional[int] = None  # default: 4 CPU-seconds per wall-clock second
     file_size_mb: int = 1024  # largest file the run may write
     max_copy_mb: int = 2048  # largest project devlint agrees to copy
+    max_processes: int = 32  # processes alive in a run at once (DataLoader workers, ...)
 
     def cpu_limit(self) -> int:
         return self.cpu_seconds or int(self.timeout * 4) + 10
+
+    def task_limit(self) -> int:
+        """Processes and threads, for the OS-level limits: each process may hold a thread per
+        core (PyTorch's pools) and a few more."""
+        return self.max_processes * ((os.cpu_count() or 1) + 16)
 
 
 class SandboxError(Exception):
@@ -89,12 +103,16 @@ def resource_limits(limits: Limits) -> dict[str, int]:
     """The child sets these on itself before it runs anything of the user's (not through
     ``preexec_fn``, which can deadlock when devlint runs several jobs from threads)."""
     megabyte = 1024 * 1024
-    return {
+    values = {
         "RLIMIT_AS": limits.memory_mb * megabyte,
         "RLIMIT_CPU": limits.cpu_limit(),
         "RLIMIT_FSIZE": limits.file_size_mb * megabyte,
         "RLIMIT_CORE": 0,
     }
+    nproc = confine.nproc_limit(limits.task_limit())
+    if nproc is not None:
+        values["RLIMIT_NPROC"] = nproc
+    return values
 
 
 def apply_limits(values: dict[str, int]) -> None:
@@ -133,6 +151,11 @@ def child_environment(profile: str, scratch: Path) -> dict[str, str]:
         PYTHONUNBUFFERED="1",
         MPLBACKEND="Agg",  # plt.show() would wait for a window
         TMPDIR=str(scratch),
+        # Caches that would live in the home folder, outside the run's folder:
+        MPLCONFIGDIR=str(scratch / "matplotlib"),
+        TRITON_CACHE_DIR=str(scratch / "triton"),
+        CUDA_CACHE_PATH=str(scratch / "nv"),
+        TORCH_EXTENSIONS_DIR=str(scratch / "torch_extensions"),
     )
     env.pop("PYTHONSTARTUP", None)
     if profile == CPU_HOST:
@@ -176,6 +199,7 @@ def _wait(process: subprocess.Popen[bytes], limits: Limits) -> bool:
     try:
         process.wait(timeout=_GRACE_SECONDS)
     except subprocess.TimeoutExpired:
+        kill_descendants(process.pid)  # while the child still holds them (their subreaper)
         _kill_group(process, signal.SIGKILL)
         process.wait()
     return True
@@ -183,24 +207,37 @@ def _wait(process: subprocess.Popen[bytes], limits: Limits) -> bool:
 
 def run_job(job: Job, workdir: Path, limits: Limits) -> RunOutcome:
     """Run one prepared job in a child process and read back its outcome."""
-    job_file, result = workdir / "job.json", Path(job.result)
+    job_file, result, refusals = workdir / "job.json", Path(job.result), workdir / "refusals"
+    group = confine.PidsGroup.create(limits.task_limit())
     job.limits = resource_limits(limits)
+    job.guard = {
+        "writable": [os.path.realpath(workdir)],
+        "max_processes": limits.max_processes,
+        "log": str(refusals),
+        "cgroup": group.procs if group is not None else None,
+    }
     job.write(job_file)
     scratch = workdir / "tmp"
     scratch.mkdir(exist_ok=True)
     started = time.perf_counter()
-    with open(workdir / "stdout", "wb") as out, open(workdir / "stderr", "wb") as err:
-        process = subprocess.Popen(
-            [sys.executable, "-c", _bootstrap(), str(job_file)],
-            cwd=job.cwd,
-            env=child_environment(job.profile, scratch),
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=err,
-            start_new_session=True,
-        )
-        timed_out = _wait(process, limits)
-    _kill_group(process, signal.SIGKILL)  # stray grandchildren (DataLoader workers, ...)
+    try:
+        with open(workdir / "stdout", "wb") as out, open(workdir / "stderr", "wb") as err:
+            process = subprocess.Popen(
+                [sys.executable, "-c", _bootstrap(), str(job_file)],
+                cwd=job.cwd,
+                env=child_environment(job.profile, scratch),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+            )
+            timed_out = _wait(process, limits)
+        _kill_group(process, signal.SIGKILL)  # stray grandchildren (DataLoader workers, ...)
+        limit_reached = group is not None and group.limit_reached()
+    finally:
+        if group is not None:  # also the processes that left the session
+            group.kill()
+            group.remove()
     seconds = round(time.perf_counter() - started, 3)
     stderr = (workdir / "stderr").read_text(encoding="utf-8", errors="replace")
     if result.is_file():
@@ -215,8 +252,26 @@ def run_job(job: Job, workdir: Path, limits: Limits) -> RunOutcome:
         outcome = RunOutcome(
             job.entry, job.profile, CRASHED, _crash_detail(process.returncode, stderr)
         )
+    refused = _first_refusal(refusals)
+    if refused:
+        outcome.status, outcome.detail = REFUSED, refused
+    elif limit_reached:
+        outcome.status = REFUSED
+        outcome.detail = (
+            f"the code reached its limit of {limits.task_limit()} processes and threads "
+            f"(a fork bomb?)"
+        )
     outcome.seconds = seconds
     return outcome
+
+
+def _first_refusal(log: Path) -> str:
+    """The first thing the audit hook refused, in any process of the run."""
+    try:
+        with open(log, encoding="utf-8", errors="replace") as lines:
+            return lines.readline(_TAIL).strip()
+    except OSError:
+        return ""
 
 
 @contextmanager

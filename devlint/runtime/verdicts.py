@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Optional, Union
 
 from devlint.diagnostics import Finding
-from devlint.runtime.outcome import COMPLETED, Failure, RunOutcome
+from devlint.runtime.outcome import COMPLETED, REFUSED, Failure, RunOutcome
 from devlint.runtime.profiles import GPU, RULES, VGPU, RuleRuntime
 
 CONFIRMED, NOT_REPRODUCED, UNREACHABLE, ERROR = (
@@ -150,6 +150,8 @@ def _reached(site: _Site, run: RunOutcome) -> Optional[int]:
 
 
 def _run_problem(run: RunOutcome) -> str:
+    if run.status == REFUSED:  # what the sandbox refused, not the error that followed
+        return run.detail
     if run.failures:
         failure = run.failures[-1]
         return f"{failure.text}{_where(failure)}"

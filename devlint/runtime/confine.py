@@ -1,0 +1,295 @@
+"""OS-level confinement of a run: the backstop for code that bypasses Python's audit hook
+(``ctypes``, a program the code starts). Each piece is used where the system has it and skipped
+silently where it does not.
+
+- **Landlock** (Linux 5.13+, also for root): the run may write only in its own folder and a few
+  devices; from Linux 6.12 (Landlock ABI 6) it may not signal any process outside the run.
+- **A pids cgroup** (when devlint may create one, as root usually): at most ``tasks`` processes
+  and threads in the run, and every process of the run killed at its end, also those that left
+  its session.
+- **RLIMIT_NPROC** (for a user other than root, whom the kernel never limits): at most ``tasks``
+  more processes and threads than the user already has.
+- **No capabilities** (for root): the run stays uid 0, so that it reads the interpreter and the
+  packages wherever root installed them, but it cannot raise its limits, load modules, change
+  the network or reboot, and neither can any program it executes.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+import time
+import uuid
+from contextlib import suppress
+from pathlib import Path
+from typing import Optional
+
+# Landlock's system calls carry the same numbers on every architecture.
+_CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446
+_CREATE_RULESET_VERSION = 1
+_RULE_PATH_BENEATH = 1
+_PR_SET_NO_NEW_PRIVS = 38
+_SCOPE_SIGNAL = 1 << 1  # ABI 6
+_PR_CAPBSET_DROP = 24
+_PR_SET_CHILD_SUBREAPER = 36
+_CAPABILITY_VERSION_3 = 0x20080522
+
+# Landlock's filesystem rights: those that change the filesystem, by the ABI that brought them.
+_WRITE_FILE, _TRUNCATE, _REFER = 1 << 1, 1 << 14, 1 << 13
+_WRITES_V1 = _WRITE_FILE | sum(1 << bit for bit in range(4, 13))  # remove, make (dir, reg, ...)
+_FILE_RIGHTS = _WRITE_FILE | _TRUNCATE  # the rights that apply to a file, not a folder
+
+# Outside the run's folder, what the run may still write to: terminals, shared memory, GPUs.
+DEVICE_PATHS = (
+    "/dev/null /dev/zero /dev/full /dev/tty /dev/ptmx /dev/pts /dev/shm /dev/dri /dev/kfd"
+).split()
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    ]
+
+
+class _PathBeneathAttr(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+def _libc() -> Optional[ctypes.CDLL]:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version; 0 where Landlock is missing or disabled."""
+    libc = _libc()
+    if libc is None:
+        return 0
+    return max(0, _syscall(libc, _CREATE_RULESET, None, 0, _CREATE_RULESET_VERSION))
+
+
+def _syscall(libc: ctypes.CDLL, number: int, *args: object) -> int:
+    """A system call; each integer argument passed as a full register (the call is variadic)."""
+    values = [ctypes.c_long(arg) if isinstance(arg, int) else arg for arg in args]
+    return int(libc.syscall(ctypes.c_long(number), *values))
+
+
+def device_paths() -> list[str]:
+    found = [path for path in DEVICE_PATHS if os.path.exists(path)]
+    with suppress(OSError):
+        found += [f"/dev/{name}" for name in os.listdir("/dev") if name.startswith("nvidia")]
+    return found
+
+
+def restrict(writable: list[str]) -> str:
+    """Confine this thread and every process it starts from now on: writes only below
+    ``writable`` and the devices, signals only inside the run. Call it while the process has
+    one thread. Returns what was enforced, or "" where Landlock is not available."""
+    libc, abi = _libc(), landlock_abi()
+    if libc is None or abi < 1:
+        return ""
+    handled = _WRITES_V1 | (_REFER if abi >= 2 else 0) | (_TRUNCATE if abi >= 3 else 0)
+    attr = _RulesetAttr(handled, 0, _SCOPE_SIGNAL if abi >= 6 else 0)
+    size = ctypes.sizeof(attr) if abi >= 6 else 16 if abi >= 4 else 8
+    ruleset = _syscall(libc, _CREATE_RULESET, ctypes.byref(attr), size, 0)
+    if ruleset < 0:
+        return ""
+    try:
+        for path in [*writable, *device_paths()]:
+            _allow(libc, ruleset, path, handled)
+        no_new_privileges = [ctypes.c_ulong(value) for value in (1, 0, 0, 0)]
+        if libc.prctl(_PR_SET_NO_NEW_PRIVS, *no_new_privileges) != 0:
+            return ""
+        if _syscall(libc, _RESTRICT_SELF, ruleset, 0) != 0:
+            return ""
+    finally:
+        os.close(ruleset)
+    return "writes and signals" if abi >= 6 else "writes"
+
+
+def _allow(libc: ctypes.CDLL, ruleset: int, path: str, handled: int) -> None:
+    try:
+        descriptor = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        rights = handled if os.path.isdir(path) else handled & _FILE_RIGHTS
+        beneath = _PathBeneathAttr(rights, descriptor)
+        _syscall(libc, _ADD_RULE, ruleset, _RULE_PATH_BENEATH, ctypes.byref(beneath), 0)
+    finally:
+        os.close(descriptor)
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int32)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    ]
+
+
+def drop_capabilities() -> bool:
+    """Give up every capability, for this process and what it executes (root's run)."""
+    libc = _libc()
+    if libc is None or os.geteuid() != 0:
+        return False
+    for capability in range(64):  # the bounding set: EINVAL past the last capability
+        unused = [ctypes.c_ulong(0)] * 3
+        if libc.prctl(_PR_CAPBSET_DROP, ctypes.c_ulong(capability), *unused) != 0:
+            break
+    header, data = _CapHeader(_CAPABILITY_VERSION_3, 0), (_CapData * 2)()
+    return int(libc.capset(ctypes.byref(header), data)) == 0
+
+
+# -- processes: a pids cgroup, or RLIMIT_NPROC ----------------------------------------------------
+
+
+def user_tasks() -> int:
+    """Processes and threads of this real user, as RLIMIT_NPROC counts them (0: unknown)."""
+    uid, count = os.getuid(), 0
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return 0
+    for name in names:
+        if not name.isdigit():
+            continue
+        with suppress(OSError):
+            if os.stat(f"/proc/{name}").st_uid == uid:
+                count += len(os.listdir(f"/proc/{name}/task"))
+    return count
+
+
+def nproc_limit(tasks: int) -> Optional[int]:
+    """The RLIMIT_NPROC that leaves the run ``tasks`` more; None for root (never limited)."""
+    if not sys.platform.startswith("linux") or os.geteuid() == 0:
+        return None
+    current = user_tasks()
+    return current + tasks if current else None
+
+
+def _pids_hierarchy() -> Optional[tuple[Path, bool]]:
+    """The folder of this process's pids cgroup, and whether it is cgroup v2."""
+    try:
+        memberships = Path("/proc/self/cgroup").read_text().splitlines()
+        mounts = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return None
+    for line in memberships:
+        _, controllers, path = line.split(":", 2)
+        v2 = controllers == ""
+        if not v2 and "pids" not in controllers.split(","):
+            continue
+        for mount in mounts:
+            fields = mount.split()
+            if " - " not in mount or fields[3] != "/":
+                continue
+            kind, _, options = mount.split(" - ", 1)[1].split()[:3]
+            if (v2 and kind == "cgroup2") or (kind == "cgroup" and "pids" in options.split(",")):
+                folder = Path(fields[4]) / path.lstrip("/")
+                if v2 and "pids" not in _read(folder / "cgroup.subtree_control").split():
+                    folder = Path(fields[4])  # the hierarchy's root takes child groups
+                    if "pids" not in _read(folder / "cgroup.subtree_control").split():
+                        continue
+                return folder, v2
+    return None
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
+class PidsGroup:
+    """A cgroup holding one run: a cap on its processes and threads, and a way to kill them
+    all, also those that left the run's session."""
+
+    def __init__(self, folder: Path, v2: bool, tasks: int) -> None:
+        self.folder, self.v2, self.tasks = folder, v2, tasks
+
+    @classmethod
+    def create(cls, tasks: int) -> Optional[PidsGroup]:
+        """A new group, or None where devlint may not create one (not root, no pids cgroup)."""
+        if os.geteuid() != 0:
+            return None
+        found = _pids_hierarchy()
+        if found is None:
+            return None
+        folder = found[0] / f"devlint-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        try:
+            folder.mkdir()
+        except OSError:
+            return None
+        group = cls(folder, found[1], tasks)
+        try:
+            (folder / "pids.max").write_text(str(tasks))
+        except OSError:
+            group.remove()
+            return None
+        return group
+
+    @property
+    def procs(self) -> str:
+        return str(self.folder / "cgroup.procs")
+
+    def limit_reached(self) -> bool:
+        """Whether a fork failed on the group's limit."""
+        for line in _read(self.folder / "pids.events").splitlines():
+            name, _, count = line.partition(" ")
+            if name == "max" and count.strip() not in ("", "0"):
+                return True
+        return False
+
+    def kill(self) -> None:
+        """SIGKILL every process in the group, until it is empty (a few seconds at most)."""
+        if self.v2 and (self.folder / "cgroup.kill").exists():
+            with suppress(OSError):
+                (self.folder / "cgroup.kill").write_text("1")
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline:
+            pids = [int(pid) for pid in _read(self.folder / "cgroup.procs").split()]
+            if not pids:
+                return
+            for pid in pids:
+                with suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.02)
+
+    def remove(self) -> None:
+        for _ in range(50):
+            try:
+                self.folder.rmdir()
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                time.sleep(0.02)  # the killed processes are still being reaped
+
+
+def become_subreaper() -> None:
+    """Orphans of the run's processes become this process's children, not init's: the run can
+    still find them (and kill them) when they left its session."""
+    libc = _libc()
+    if libc is not None:
+        libc.prctl(_PR_SET_CHILD_SUBREAPER, *[ctypes.c_ulong(value) for value in (1, 0, 0, 0)])
+
+
+def join(procs: str) -> None:
+    """Move this process into a run's group (before anything of the user's runs)."""
+    with suppress(OSError):
+        Path(procs).write_text(str(os.getpid()))
