@@ -8,7 +8,7 @@ from typing import Optional
 import libcst as cst
 
 from devlint.analysis.flow import DeviceFlow
-from devlint.analysis.guards import ConditionClassifier, GuardTracker
+from devlint.analysis.guards import ConditionClassifier, GuardTracker, expects_error
 from devlint.analysis.names import ImportMap
 from devlint.analysis.scopes import ScopeTracker
 from devlint.diagnostics import Applicability
@@ -77,7 +77,7 @@ TRACKED_TYPES = frozenset(
     {
         cst.Module, cst.SimpleStatementLine, cst.Import, cst.ImportFrom, cst.ClassDef,
         cst.FunctionDef, cst.Lambda, cst.Assign, cst.AnnAssign, cst.IndentedBlock,
-        cst.SimpleStatementSuite, cst.If, cst.IfExp, cst.BooleanOperation, cst.Assert,
+        cst.SimpleStatementSuite, cst.If, cst.IfExp, cst.BooleanOperation, cst.Assert, cst.With,
     }
 )  # fmt: skip
 _GUARDING_TYPES = frozenset(
@@ -99,6 +99,8 @@ class FileContext:
         self.scopes = ScopeTracker(self.names)
         self.findings: list[RawFinding] = []
         self._statements: list[cst.CSTNode] = []
+        # Inside `with pytest.raises(...)`: the code is meant to fail, device errors included.
+        self._expected_failures: list[cst.CSTNode] = []
 
     def enter(self, node: cst.CSTNode) -> None:
         """Update the analysis before rules see ``node``."""
@@ -111,6 +113,10 @@ class FileContext:
             self.names.add_import(node)  # type: ignore[arg-type]
         elif kind is cst.ImportFrom:
             self.names.add_import_from(node)  # type: ignore[arg-type]
+        elif kind is cst.With:
+            if expects_error(node, self.names):  # type: ignore[arg-type]
+                self._expected_failures.append(node)
+            return
         self.scopes.enter(node)
         self.guards.enter(node)
 
@@ -121,6 +127,10 @@ class FileContext:
             return
         if kind is cst.SimpleStatementLine:
             self._statements.pop()
+        elif kind is cst.With:
+            if self._expected_failures and self._expected_failures[-1] is node:
+                self._expected_failures.pop()
+            return
         self.scopes.leave(node)
         self.guards.leave(node)
 
@@ -148,6 +158,8 @@ class FileContext:
         cited: tuple[cst.CSTNode, ...] = (),
         fix: Optional[RawFix] = None,
     ) -> None:
+        if self._expected_failures:
+            return
         statement = self._statements[-1] if self._statements else None
         self.findings.append(RawFinding(code, name, node, message, statement, cited, fix))
 

@@ -227,6 +227,11 @@ CORRECT = [
     "x = x.to(f'cuda:{rank}')",
     "torch.cuda.set_device(args.local_rank)",
     "x = x.cuda(0)",
+    # Tests that provoke the device error on purpose.
+    "import pytest\ndef test_mismatch(device):\n    model = nn.Linear(3, 2).to(device)\n"
+    "    with pytest.raises(RuntimeError):\n        model(torch.randn(2, 3))",
+    "class T:\n    def test_moved(self):\n        model = nn.Linear(3, 2).to('cuda')\n"
+    "        with self.assertRaises(RuntimeError):\n            model(torch.randn(2, 3))",
 ]
 
 

@@ -190,6 +190,25 @@ def suite_exits(suite: cst.BaseSuite) -> bool:
     return False
 
 
+_RAISES_CONTEXTS = frozenset(
+    {"pytest.raises", "assertRaises", "assertRaisesRegex", "assertRaisesRegexp"}
+)
+
+
+def expects_error(node: cst.With, names: ImportMap) -> bool:
+    """`with pytest.raises(...)` or `with self.assertRaises(...)`: a test expects the body to
+    fail, so an error there (a device mismatch on purpose) is the point, not a bug."""
+    for item in node.items:
+        call = item.item
+        if not isinstance(call, cst.Call):
+            continue
+        qualified = names.qualified_name(call.func)
+        method = dotted_name(call.func) or ""
+        if qualified in _RAISES_CONTEXTS or method.rpartition(".")[2] in _RAISES_CONTEXTS:
+            return True
+    return False
+
+
 def _catches_errors(node: cst.Try) -> bool:
     for handler in node.handlers:
         if handler.type is None:

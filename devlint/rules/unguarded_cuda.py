@@ -65,6 +65,7 @@ class UnguardedCuda(Rule):
     trigger_tokens = ("cuda",)
 
     VALID = (
+        "import pytest\nimport torch\ndef test_no_gpu():\n    with pytest.raises(RuntimeError):\n        torch.zeros(3).cuda()",
         "x = x.to(device)",
         "if torch.cuda.is_available():\n    model.cuda()",
         "import torch\nif torch.cuda.device_count() > 0:\n    x = x.cuda()",
