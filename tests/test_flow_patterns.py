@@ -227,6 +227,12 @@ CORRECT = [
     "x = x.to(f'cuda:{rank}')",
     "torch.cuda.set_device(args.local_rank)",
     "x = x.cuda(0)",
+    # Sampling functions return their result where their input is (diffusers' schedulers).
+    "p = torch.rand(4, 3, device=device)\nroutes = torch.multinomial(p, 1)\n"
+    "tokens = torch.randint(0, 9, (4, 1), device=device)\nout = torch.where(routes == 2, tokens, routes)",
+    # Dict batches carry prompts and file names as lists of strings, not tensors.
+    "pipe = make_pipeline()\npipe.to(device)\nfor example in DataLoader(prompts):\n"
+    "    images = pipe(example['prompt']).images",
     # Tests that provoke the device error on purpose.
     "import pytest\ndef test_mismatch(device):\n    model = nn.Linear(3, 2).to(device)\n"
     "    with pytest.raises(RuntimeError):\n        model(torch.randn(2, 3))",

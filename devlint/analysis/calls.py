@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Optional
 
@@ -50,6 +51,11 @@ _PASS_THROUGH_ITERATORS = frozenset(
 )
 _TENSOR_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data", "real", "imag", "grad"})
 _MOVES = frozenset({"to", "cuda", "cpu"})
+# Keys under which dict batches carry raw data, not tensors: the collated prompts or file names
+# of a Hugging Face style dataset are lists of strings.
+_TEXT_KEY = re.compile(
+    r"prompt|text|caption|path|file|name|url|sentence|string|question|answer|title|^ids?$|_id$"
+)
 
 
 def _source(node: cst.CSTNode) -> str:
@@ -200,6 +206,9 @@ class CallEvaluator:
             else:
                 self._children(inner, env, unit)
         if container.kind is Kind.BATCH:
+            key = _single_string_key(node)
+            if key is not None and _TEXT_KEY.search(key.lower()):
+                return UNKNOWN
             return Value(Kind.TENSOR, container.placement)
         if container.kind is Kind.TENSOR:
             # Indexing with a number may leave a 0-dim tensor, which mixes with any device.
@@ -269,11 +278,7 @@ class CallEvaluator:
             device = "cuda" if index is None else f"cuda:{_source(index.value)}"
             return Placement(Where.DEVICE, device, f"moved with `.cuda()` to `{device}`", node)
         target = argument(node, 0, "device")
-        if target is None:
-            return None
-        qualified = self.names.qualified_name(target.value)
-        named = dotted_name(target.value) or ""
-        if qualified in DTYPES or "dtype" in named.lower():
+        if target is None or converts_dtype(node, self.names):
             return None
         return self.device_placement(target.value, env, unit, "moved to")
 
@@ -544,3 +549,19 @@ _EVALUATORS: dict[type, _Evaluator] = {
     cst.Lambda: CallEvaluator._lambda,  # type: ignore[dict-item]
     cst.Call: CallEvaluator._call,  # type: ignore[dict-item]
 }
+
+
+def _single_string_key(node: cst.Subscript) -> Optional[str]:
+    """The key of `batch["name"]`, when it is one string literal."""
+    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        return None
+    return string_value(node.slice[0].slice.value)
+
+
+def converts_dtype(call: cst.Call, names: ImportMap) -> bool:
+    """`x.to(torch.float16)`, `x.to(query.dtype)`: a conversion that keeps the device."""
+    target = argument(call, 0, "device")
+    if target is None:
+        return False
+    named = dotted_name(target.value) or ""
+    return names.qualified_name(target.value) in DTYPES or "dtype" in named.lower()

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import re
 
+# `torch.bernoulli`, `multinomial` and `poisson` sample where their input is (so combine, below);
+# `torch.normal` is a factory only when given numbers, so it is neither.
 FACTORIES = frozenset(
     "torch." + name
     for name in (
         "tensor as_tensor from_numpy zeros ones empty full rand randn randint randperm arange "
-        "range linspace logspace eye tril_indices triu_indices empty_strided bernoulli multinomial "
-        "normal poisson Tensor FloatTensor DoubleTensor HalfTensor BFloat16Tensor LongTensor "
+        "range linspace logspace eye tril_indices triu_indices empty_strided "
+        "Tensor FloatTensor DoubleTensor HalfTensor BFloat16Tensor LongTensor "
         "IntTensor ShortTensor ByteTensor CharTensor BoolTensor"
     ).split()
 )
@@ -32,7 +34,7 @@ COMBINING_FUNCTIONS = frozenset(
         "gather take_along_dim abs exp log log1p sqrt rsqrt sigmoid tanh relu softmax "
         "log_softmax clamp clip flatten reshape squeeze unsqueeze transpose permute t "
         "sum mean std var prod cumsum cumprod norm argmax argmin sort topk round floor ceil sign "
-        "neg square sin cos exp2 erf einsum"
+        "neg square sin cos exp2 erf einsum bernoulli multinomial poisson"
     ).split()
 )
 REDUCTIONS = frozenset("sum mean std var prod norm max min amax amin all any median".split())

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from devlint.analysis.calls import converts_dtype
 from devlint.analysis.operations import Citations
 from devlint.analysis.syntax_screen import SyntaxFacts
 from devlint.analysis.values import Kind, Where
@@ -86,7 +87,12 @@ class DiscardedDeviceMove(Rule):
             1,
             fixed="import torch\ncentroids = torch.rand(3, 4)\ncentroids = centroids.cuda()",
         ),
-        Invalid("import torch\nx = torch.zeros(3).float()\nx.to(torch.float16)", 3, 1),
+        Invalid(
+            "import torch\nx = torch.zeros(3).float()\nx.to(torch.float16)",
+            3,
+            1,
+            "returns a converted copy that is thrown away: `x` keeps its dtype",
+        ),
     )
 
     @classmethod
@@ -104,16 +110,20 @@ class DiscardedDeviceMove(Rule):
             return
         name = self.context.source_of(call.func.value)
         citations = Citations()
-        place = "the CPU" if receiver.where is Where.CPU else "where it was"
         evidence = citations.of(receiver.placement)
-        stays = f"`{name}` stays on {place}" + (f" ({evidence})" if evidence else "")
+        if converts_dtype(call, self.context.names):
+            copy, stays = "a converted copy", f"`{name}` keeps its dtype"
+        else:
+            place = "the CPU" if receiver.where is Where.CPU else "where it was"
+            copy = "a moved copy"
+            stays = f"`{name}` stays on {place}" + (f" ({evidence})" if evidence else "")
         fix = None
         if isinstance(call.func.value, cst.Name):
             assignment = NodeEdit.insert_before(call, f"{name} = ")
             fix = RawFix(Applicability.UNSAFE, f"Assign the result to `{name}`", (assignment,))
         self.report(
             call,
-            f"`{self.context.source_of(call)}` returns a moved copy that is thrown away: {stays}; "
+            f"`{self.context.source_of(call)}` returns {copy} that is thrown away: {stays}; "
             f"assign it: `{name} = {self.context.source_of(call)}`",
             citations.cited(),
             fix,
