@@ -8,8 +8,11 @@ refuses, with a ``Refused`` error whose message says what was refused:
   elsewhere (``/dev/null``, ``/dev/shm`` and the terminal excepted);
 - a signal to a process outside the run (its parent, devlint, in particular): ``os.kill`` and
   ``os.killpg`` may aim only at the run's own processes;
-- a new process beyond ``max_processes`` alive in the run at once (forks, ``subprocess``,
-  ``os.system``, ``os.posix_spawn``): enough for DataLoader workers, not for a fork bomb;
+- a new process beyond ``max_processes`` running in the run at once (forks, ``subprocess``,
+  ``os.system``, ``os.posix_spawn``): enough for DataLoader workers, not for a fork bomb.
+  Finished processes waiting to be reaped do not count (orphans the run's first process adopts
+  stay zombies until the run ends). Without /proc (macOS) the run's processes cannot be
+  counted, and only RLIMIT_NPROC holds them;
 - raising a resource limit above its hard limit (which root could do: memory, CPU time).
 
 Every refusal is also appended to the run's refusal log (one ``kind<TAB>reason`` line), which
