@@ -656,6 +656,20 @@ def test_a_write_refusal_the_code_catches_is_a_note(tmp_path: Path, how: str) ->
     assert os.path.expanduser("~") in note
 
 
+def test_a_loop_of_caught_write_refusals_keeps_the_log_and_notes_short(tmp_path: Path) -> None:
+    script = """
+        import os
+        for number in range(2000):
+            try:
+                open(os.path.expanduser(f"~/devlint-test-{number}"), "w")
+            except OSError:
+                pass
+    """
+    outcome = _run(_project(tmp_path, script), HOSTILE)
+    assert outcome.status == COMPLETED, (outcome.detail, outcome.failures)
+    assert 1 <= len(outcome.notes) <= 20
+
+
 def test_caches_go_to_the_runs_scratch_folder_and_weights_stay_found(tmp_path: Path) -> None:
     script = """
         import os

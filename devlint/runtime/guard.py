@@ -80,6 +80,7 @@ _PROCESS_EVENTS = frozenset(
 # What a refusal was about: a refused write, when caught, does not end the run (see above).
 WRITE, PROCESS, SIGNAL, LIMIT = "write", "process", "signal", "limit"
 HOSTILE = frozenset((PROCESS, SIGNAL, LIMIT))  # refused even when the code catches the error
+_LOGGED_WRITES = 20  # per process: a loop that keeps trying must not fill the log
 
 
 class Refused(PermissionError):
@@ -164,7 +165,8 @@ class Policy:
 
     def refuse(self, reason: str, kind: str = WRITE) -> None:
         self.refusals.append((kind, reason))
-        if self.log is not None:
+        writes = sum(logged == WRITE for logged, _ in self.refusals)
+        if self.log is not None and (kind in HOSTILE or writes <= _LOGGED_WRITES):
             self._busy.on = True
             try:
                 _append(self.log, f"{kind}\t{reason}")

@@ -52,6 +52,7 @@ SKIPPED_DIRS = frozenset(
 _GRACE_SECONDS = 3.0
 _POLL_SECONDS = 0.1  # how often the parent looks at the refusal log while the child runs
 _TAIL = 2000  # characters of the child's stderr kept in a crash report
+_NOTES = 10  # refused writes noted at most, the first ones
 
 
 def _default_max_processes() -> int:
@@ -313,20 +314,19 @@ def _refusals(log: Path) -> tuple[str, list[str]]:
     """From the refusal log of every process of the run: the first refusal that ends the run
     (a process, signal or limit; "" where there is none), and the refused writes (which end it
     only where the code did not catch them, as the child reports)."""
+    writes: list[str] = []
     try:
         with open(log, encoding="utf-8", errors="replace") as file:
-            lines = file.read(64 * 1024).splitlines()
+            for line in file:
+                kind, _, reason = line.partition("\t")
+                reason = reason.strip()[:_TAIL]
+                if kind in HOSTILE:
+                    return reason, writes
+                if reason and reason not in writes and len(writes) < _NOTES:
+                    writes.append(reason)
     except OSError:
-        return "", []
-    hostile, writes = "", []
-    for line in lines:
-        kind, _, reason = line.partition("\t")
-        reason = reason.strip()[:_TAIL]
-        if kind in HOSTILE and not hostile:
-            hostile = reason
-        elif kind not in HOSTILE and reason and reason not in writes:
-            writes.append(reason)
-    return hostile, writes
+        pass
+    return "", writes
 
 
 @contextmanager
