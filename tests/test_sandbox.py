@@ -11,11 +11,14 @@ run's limits, with devlint alive and the user's tree unchanged byte for byte. Th
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import json
 import os
 import signal
+import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from collections.abc import Iterator
@@ -25,8 +28,9 @@ from typing import Optional
 import pytest
 
 from devlint.diagnostics import Finding, Position
-from devlint.runtime import confine
+from devlint.runtime import confine, processes, sandbox
 from devlint.runtime.confirm import run_one
+from devlint.runtime.guard import Policy, Refused
 from devlint.runtime.outcome import (
     COMPLETED,
     CRASHED,
@@ -42,6 +46,24 @@ from devlint.runtime.verdicts import ERROR, Verdict, decide
 from tests.helpers import run_cli
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX process groups and limits")
+
+
+def _run_prefix(tmp_path: Path) -> str:
+    """The name this test's run folders start with (short: socket paths live below them)."""
+    return f"devlint-confirm-{hashlib.sha256(str(tmp_path).encode()).hexdigest()[:8]}-"
+
+
+@pytest.fixture(autouse=True)
+def _runs_named_for_the_test(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test's run folders carry a mark of the test: what is left of a run is its own."""
+    mkdtemp = tempfile.mkdtemp
+
+    def marked(
+        suffix: Optional[str] = None, prefix: Optional[str] = None, dir: Optional[str] = None
+    ) -> str:
+        return mkdtemp(suffix, _run_prefix(tmp_path), dir)
+
+    monkeypatch.setattr(sandbox.tempfile, "mkdtemp", marked)
 
 
 def _project(tmp_path: Path, script: str, name: str = "script.py") -> Path:
@@ -160,10 +182,7 @@ def test_grandchildren_die_with_the_run(tmp_path: Path, session: str) -> None:
     outcome = _run(root)
     assert outcome.status == COMPLETED, outcome.failures
     assert time.monotonic() - started < 20  # the sleeping grandchild did not hold devlint
-    deadline = time.monotonic() + 10
-    while _leftovers() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not _leftovers()  # nor did it outlive the run
+    _no_leftovers(tmp_path)  # nor did it outlive the run
 
 
 def test_an_exception_is_reported_with_the_users_frames(tmp_path: Path) -> None:
@@ -223,17 +242,25 @@ def _judged(root: Path, outcome: RunOutcome, name: str = "script.py") -> Verdict
     return verdict
 
 
-def _leftovers() -> list[int]:
-    """Processes still working in a run's folder that devlint has removed."""
+def _leftovers(tmp_path: Path) -> list[int]:
+    """Processes still working in one of this test's run folders, which devlint has removed."""
+    mark = os.sep + _run_prefix(tmp_path)
     found = []
-    for name in os.listdir("/proc") if os.path.isdir("/proc") else ():
+    for pid in processes.pids() or ():
         try:
-            cwd = os.readlink(f"/proc/{name}/cwd")
+            cwd = os.readlink(f"/proc/{pid}/cwd")
         except OSError:
             continue
-        if "devlint-confirm-" in cwd and cwd.endswith(" (deleted)"):
-            found.append(int(name))
+        if mark in cwd and cwd.endswith(" (deleted)"):
+            found.append(pid)
     return found
+
+
+def _no_leftovers(tmp_path: Path) -> None:
+    deadline = time.monotonic() + 10  # processes killed at the end may take a moment to go
+    while _leftovers(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _leftovers(tmp_path)
 
 
 @pytest.fixture
@@ -257,10 +284,7 @@ def _run_hostile(
     outcome = _run(root, limits)
     assert time.monotonic() - started < WITHIN_LIMITS
     assert [_tree_hash(path) for path in watched] == before
-    deadline = time.monotonic() + 10  # processes killed at the end may take a moment to go
-    while _leftovers() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not _leftovers()
+    _no_leftovers(root.parent)
     return outcome, _judged(root, outcome)
 
 
@@ -307,26 +331,33 @@ def test_hostile_a_fork_bomb_that_catches_the_refusal_is_still_refused(tmp_path:
                 pass
         time.sleep(60)
     """
+    started = time.monotonic()
     outcome, verdict = _run_hostile(_project(tmp_path, script))
-    assert outcome.status == REFUSED  # at once: the refusal is logged, the timeout not awaited
+    assert outcome.status == REFUSED
     assert "more than 4 processes" in verdict.detail
+    assert time.monotonic() - started < HOSTILE.timeout  # stopped at once, not at the timeout
 
 
-def _backstop_for_processes() -> str:
-    """Why the OS cannot cap a run's processes here ("" where it can)."""
+@pytest.fixture(scope="session")
+def backstop_for_processes() -> str:
+    """Why the OS cannot cap a run's processes here ("" where it can); asked once."""
     if not sys.platform.startswith("linux"):
         return "pids cgroups and RLIMIT_NPROC as tested here are Linux's"
     if os.geteuid() != 0:
-        return ""  # RLIMIT_NPROC
-    group = confine.PidsGroup.create(8)
-    if group is None:
-        return "root ignores RLIMIT_NPROC, and no pids cgroup can be created here"
-    group.remove()
+        if confine.nproc_limit(8) is None:
+            return "RLIMIT_NPROC is not set inside a pid namespace"
+        return ""
+    with confine.pids_group(8) as group:
+        if group is None:
+            return "root ignores RLIMIT_NPROC, and no pids cgroup can be created here"
     return ""
 
 
-@pytest.mark.skipif(bool(_backstop_for_processes()), reason=_backstop_for_processes())
-def test_hostile_a_fork_bomb_through_ctypes_meets_the_os_limit(tmp_path: Path) -> None:
+def test_hostile_a_fork_bomb_through_ctypes_meets_the_os_limit(
+    tmp_path: Path, backstop_for_processes: str
+) -> None:
+    if backstop_for_processes:
+        pytest.skip(backstop_for_processes)
     script = """
         import ctypes, os, time
         libc = ctypes.CDLL(None)
@@ -489,8 +520,10 @@ def test_a_run_started_by_root_has_no_capabilities(tmp_path: Path) -> None:
 SIGNALS = {
     "kill SIGTERM": "os.kill(os.getppid(), signal.SIGTERM)",
     "kill SIGKILL": "os.kill(os.getppid(), signal.SIGKILL)",
-    "killpg SIGKILL": "os.killpg(os.getpgid(os.getppid()), signal.SIGKILL)",
-    "every process": "os.kill(-1, signal.SIGTERM)",
+    # Refused whatever the signal (0 excepted): a signal every process ignores by default keeps
+    # the machine safe should the guard ever let these through.
+    "killpg": "os.killpg(os.getpgid(os.getppid()), signal.SIGWINCH)",
+    "every process": "os.kill(-1, signal.SIGURG)",
 }
 
 
@@ -548,3 +581,177 @@ def test_hostile_code_through_the_command_line_leaves_devlint_reporting(tmp_path
     assert "the code tried to signal its parent, devlint" in finding["verdict"]["detail"]
     assert [run["status"] for run in report["runs"]] == [REFUSED]
     assert _tree_hash(root) == before
+
+
+# -- the guard's own checks ----------------------------------------------------------------------
+
+
+def test_the_guard_reads_shutil_rmtree_as_python_3_10_raises_it(tmp_path: Path) -> None:
+    policy = Policy([str(tmp_path)], 8)
+    outside = str(tmp_path.parent / "elsewhere")
+    for args in ((outside,), (outside, None)):  # before 3.11 and since
+        with pytest.raises(Refused, match="write outside its folder"):
+            policy.hook("shutil.rmtree", args)
+    policy.hook("shutil.rmtree", (str(tmp_path / "inside"),))
+
+
+def test_a_check_that_fails_lets_the_operation_through(tmp_path: Path) -> None:
+    policy = Policy([str(tmp_path)], 8)
+    for event, args in [("os.remove", ()), ("open", (None,)), ("os.kill", ("x", "y", "z"))]:
+        policy.hook(event, args)  # malformed: no IndexError, TypeError, ... reaches the code
+    assert policy.refusals == []
+
+
+def test_without_proc_the_guard_leaves_processes_to_rlimit_nproc(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    policy = Policy([str(tmp_path)], 1)  # the first process alone: no other may start
+    policy.root_pid = os.getpid()
+    with pytest.raises(Refused, match="more than 1 processes"):
+        policy.hook("os.fork", ())
+    monkeypatch.setattr(processes, "pids", lambda: None)  # macOS: no /proc
+    for _ in range(50):
+        policy.hook("os.fork", ())  # not counted, so never refused (nor started)
+
+
+def test_finished_processes_do_not_count_toward_the_cap(tmp_path: Path) -> None:
+    script = """
+        import subprocess
+        for _ in range(40):
+            subprocess.Popen(["true"]).wait()
+        for _ in range(40):  # the backgrounded `true` is orphaned; the first process adopts it
+            subprocess.Popen("true & true", shell=True).wait()
+    """
+    outcome = _run(_project(tmp_path, script), HOSTILE)
+    assert outcome.status == COMPLETED, (outcome.detail, outcome.failures)
+
+
+# -- caught writes, caches -----------------------------------------------------------------------
+
+CAUGHT_WRITES = {
+    "os.makedirs": """
+        import os
+        try:
+            os.makedirs(os.path.expanduser("~/.cache/devlint-test/x"), exist_ok=True)
+        except OSError:
+            pass
+    """,
+    "Path.mkdir": """
+        from pathlib import Path
+        try:
+            (Path.home() / ".cache" / "torch" / "devlint-test").mkdir(parents=True, exist_ok=True)
+        except OSError:
+            pass
+    """,
+}
+
+
+@pytest.mark.parametrize("how", sorted(CAUGHT_WRITES))
+def test_a_write_refusal_the_code_catches_is_a_note(tmp_path: Path, how: str) -> None:
+    outcome = _run(_project(tmp_path, CAUGHT_WRITES[how]), HOSTILE)
+    assert outcome.status == COMPLETED, (outcome.detail, outcome.failures)
+    assert _judged(tmp_path / "project", outcome).status != ERROR
+    [note] = outcome.notes
+    assert note.startswith("a write was refused (nothing was written): ")
+    assert os.path.expanduser("~") in note
+
+
+def test_a_loop_of_caught_write_refusals_keeps_the_log_and_notes_short(tmp_path: Path) -> None:
+    script = """
+        import os
+        for number in range(2000):
+            try:
+                open(os.path.expanduser(f"~/devlint-test-{number}"), "w")
+            except OSError:
+                pass
+    """
+    outcome = _run(_project(tmp_path, script), HOSTILE)
+    assert outcome.status == COMPLETED, (outcome.detail, outcome.failures)
+    assert 1 <= len(outcome.notes) <= 20
+
+
+def test_caches_go_to_the_runs_scratch_folder_and_weights_stay_found(tmp_path: Path) -> None:
+    script = """
+        import os
+        cache = os.environ["XDG_CACHE_HOME"]
+        os.makedirs(os.path.join(cache, "some-library"))
+        open(os.path.join(cache, "some-library", "index"), "w").write("x")
+        home = os.path.expanduser("~")
+        assert os.environ["TORCH_HOME"].startswith(home), os.environ["TORCH_HOME"]
+        assert os.environ["HF_HOME"].startswith(home), os.environ["HF_HOME"]
+    """
+    outcome = _run(_project(tmp_path, script), HOSTILE)
+    assert outcome.status == COMPLETED, (outcome.detail, outcome.failures)
+    assert outcome.notes == []
+
+
+# -- the OS-level backstop -----------------------------------------------------------------------
+
+
+def test_landlocks_structures_have_the_kernels_sizes() -> None:
+    assert ctypes.sizeof(confine._PathBeneathAttr) == 12  # packed
+    assert ctypes.sizeof(confine._RulesetAttr) == 24
+
+
+def _devlint_groups() -> list[Path]:
+    found = confine._own_pids_cgroup()
+    return sorted(found[0].glob(f"devlint-{os.getpid()}-*")) if found else []
+
+
+def test_no_cgroup_is_left_after_a_run(tmp_path: Path) -> None:
+    outcome = _run(_project(tmp_path, "import os\nos.fork() or os.setsid()\n"), HOSTILE)
+    assert outcome.status == COMPLETED, (outcome.detail, outcome.failures)
+    assert _devlint_groups() == []
+
+
+def _fake_cgroup(folder: Path, delegated: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """devlint's own pids cgroup, as cgroup v2 shows it, in a plain folder."""
+    folder.mkdir()
+    (folder / "cgroup.subtree_control").write_text(delegated)
+    monkeypatch.setattr(confine, "_own_pids_cgroup", lambda: (folder, True))
+    monkeypatch.setattr(confine.os, "geteuid", lambda: 0)
+
+
+def test_the_pids_cgroup_is_never_made_outside_devlints_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    own = tmp_path / "own"
+    _fake_cgroup(own, "cpu memory\n", monkeypatch)  # pids not delegated: no group, no fallback
+    with confine.pids_group(8) as group:
+        assert group is None
+    assert sorted(own.iterdir()) == [own / "cgroup.subtree_control"]
+
+
+def _ended_pid() -> int:
+    """The pid of a process that has ended."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_the_pids_cgroup_lies_below_devlints_own_and_stale_ones_go(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    own = tmp_path / "own"
+    _fake_cgroup(own, "cpu pids\n", monkeypatch)
+    gone = _ended_pid()
+    (own / f"devlint-{gone}-0123abcd").mkdir()  # left by a devlint that was killed
+    (own / f"devlint-{os.getpid()}-4567ef01").mkdir()  # a run of this devlint, going on
+    monkeypatch.setattr(confine.PidsGroup, "remove", lambda self: True)  # plain files inside
+    with confine.pids_group(8) as group:
+        assert group is not None and group.folder.parent == own
+        assert (group.folder / "pids.max").read_text() == "8"
+    names = sorted(path.name for path in own.iterdir())
+    assert f"devlint-{gone}-0123abcd" not in names
+    assert f"devlint-{os.getpid()}-4567ef01" in names
+
+
+def test_a_cgroup_that_stays_behind_is_warned_about(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    own = tmp_path / "own"
+    _fake_cgroup(own, "pids\n", monkeypatch)
+    monkeypatch.setattr(confine.PidsGroup, "remove", lambda self: False)
+    with confine.pids_group(8) as group:
+        assert group is not None
+    assert f"could not remove the cgroup {group.folder}" in capsys.readouterr().err

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional, TextIO, Union
 
 from devlint.runtime import confine
-from devlint.runtime.guard import Policy, kill_descendants
+from devlint.runtime.guard import Policy
 from devlint.runtime.outcome import (
     COMPLETED,
     FAILED,
@@ -42,6 +42,7 @@ from devlint.runtime.outcome import (
     RunOutcome,
     Warned,
 )
+from devlint.runtime.processes import kill_descendants
 from devlint.runtime.profiles import CPU_HOST, GPU, VGPU
 from devlint.runtime.sandbox import apply_limits
 
@@ -328,33 +329,46 @@ def run(job: Job, policy: Optional[Policy] = None) -> RunOutcome:
         outcome.reached = {path: sorted(lines) for path, lines in watch.reached.items()}
         outcome.entered = sorted(watch.entered)
         outcome.seconds = round(time.perf_counter() - started, 3)
-    if policy is not None and policy.refusals:  # also when the code caught the error
-        outcome.status, outcome.detail = REFUSED, policy.refusals[0]
+    _refused(outcome, policy)
     return outcome
 
 
-def confine_self(job: Job) -> Optional[Policy]:
-    """The OS-level limits, then the audit hook, before any of the user's code runs."""
+def _refused(outcome: RunOutcome, policy: Optional[Policy]) -> None:
+    """The run ends as ``refused`` on a refused process, signal or limit, also when the code
+    caught the error, and on a refused write the code did not catch (it ended the entry point
+    or a test). A refused write that was caught changed nothing: the parent notes it."""
+    hostile = policy.hostile() if policy is not None else None
+    uncaught = next((item for item in outcome.failures if item.type == "Refused"), None)
+    if hostile:
+        outcome.status, outcome.detail = REFUSED, hostile
+    elif uncaught is not None:
+        outcome.status, outcome.detail = REFUSED, uncaught.message
+
+
+def confine_self(job: Job) -> tuple[Optional[Policy], list[str]]:
+    """The OS-level limits, then the audit hook, before any of the user's code runs. Returns
+    the hook's policy and notes on what could not be confined."""
     guard = job.guard
-    if not guard:
-        return None
-    if guard.get("cgroup"):
-        confine.join(guard["cgroup"])
+    if guard is None:
+        return None, []
+    if guard.cgroup:
+        confine.join(guard.cgroup)
     confine.become_subreaper()
-    confine.restrict(list(guard["writable"]))
-    confine.drop_capabilities()
-    policy = Policy(guard["writable"], int(guard["max_processes"]), guard.get("log"))
+    confine.restrict(list(guard.writable))
+    kept = confine.drop_capabilities()
+    policy = Policy(guard.writable, guard.max_processes, guard.log)
     policy.install()
-    return policy
+    return policy, [kept] if kept else []
 
 
 def main(job_path: str) -> None:
     faulthandler.enable()  # a crash (SIGSEGV, SIGABRT) leaves its stack in the run's stderr
     job = Job.read(Path(job_path))
     apply_limits(job.limits)
-    policy = confine_self(job)
+    policy, notes = confine_self(job)
     first = os.getpid()
     outcome = run(job, policy)
+    outcome.notes.extend(notes)
     if os.getpid() != first:  # a fork of the user's code that unwound this far: not the report
         os._exit(1)
     kill_descendants(first)  # also those that left the session, which the parent cannot see

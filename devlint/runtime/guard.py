@@ -8,13 +8,22 @@ refuses, with a ``Refused`` error whose message says what was refused:
   elsewhere (``/dev/null``, ``/dev/shm`` and the terminal excepted);
 - a signal to a process outside the run (its parent, devlint, in particular): ``os.kill`` and
   ``os.killpg`` may aim only at the run's own processes;
-- a new process beyond ``max_processes`` alive in the run at once (forks, ``subprocess``,
-  ``os.system``, ``os.posix_spawn``): enough for DataLoader workers, not for a fork bomb;
+- a new process beyond ``max_processes`` running in the run at once (forks, ``subprocess``,
+  ``os.system``, ``os.posix_spawn``): enough for DataLoader workers, not for a fork bomb.
+  Finished processes waiting to be reaped do not count (orphans the run's first process adopts
+  stay zombies until the run ends). Without /proc (macOS) the run's processes cannot be
+  counted, and only RLIMIT_NPROC holds them;
 - raising a resource limit above its hard limit (which root could do: memory, CPU time).
 
-Every refusal is also appended to the run's refusal log, which the parent reads: the run ends
-in ``refused`` with the first reason even when the code catches the error, or when the refusal
-happened in a process the code started.
+Every refusal is also appended to the run's refusal log (one ``kind<TAB>reason`` line), which
+the parent reads. A refused process, signal or limit ends the run in ``refused`` even when the
+code catches the error, or when the refusal happened in a process the code started: the code
+tried something hostile. A refused write ends it in ``refused`` only when the error ends the
+code; caught, it is a note of the run (nothing was written), as for a library that tries to
+create a cache in the home folder and carries on without it.
+
+A check that fails (a bug in it, an event shaped differently in some Python version) lets the
+operation through: an error in the guard must never reach the user's code.
 
 Code that bypasses Python (``ctypes``, a program it starts) is held by the OS-level limits set
 in ``confine``, not here.
@@ -31,6 +40,8 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
+from devlint.runtime import processes
+
 # Outside the run's folder, the paths the code may still write to.
 DEVICE_FILES = ("/dev/null", "/dev/tty", "/dev/full", "/dev/zero", "/dev/ptmx")
 DEVICE_DIRS = ("/dev/shm", "/dev/pts")  # shared memory: DataLoader workers, semaphores
@@ -40,9 +51,47 @@ _PROCESS_EVENTS = frozenset(
     "os.fork os.forkpty os.posix_spawn os.spawn os.system subprocess.Popen".split()
 )
 
+# The audited events and their arguments (CPython's audit events table), Python 3.9 to 3.13:
+#
+#   open                (path, mode, flags)          path may be a file descriptor (int)
+#   os.kill             (pid, sig)
+#   os.killpg           (pgid, sig)
+#   os.mkdir            (path, mode, dir_fd)
+#   os.remove           (path, dir_fd)               also os.unlink
+#   os.rmdir            (path, dir_fd)
+#   os.rename           (src, dst, src_dir_fd, dst_dir_fd)    also os.replace
+#   os.link             (src, dst, src_dir_fd, dst_dir_fd)
+#   os.symlink          (src, dst, dir_fd)
+#   os.truncate         (fd_or_path, length)         also os.ftruncate (a descriptor)
+#   os.chmod            (path, mode, dir_fd)         also os.fchmod, os.lchmod
+#   os.chown            (path, uid, gid, dir_fd)     also os.fchown, os.lchown
+#   os.utime            (path, times, ns, dir_fd)
+#   os.setxattr         (path, attribute, value, flags)
+#   os.removexattr      (path, attribute)
+#   shutil.rmtree       (path, dir_fd)               Python 3.11+; (path,) before 3.11
+#   resource.setrlimit  (resource, limits)
+#   resource.prlimit    (pid, resource, limits)      limits None: only reading
+#   os.fork, os.forkpty ()
+#   os.posix_spawn      (path, argv, env)            also os.posix_spawnp
+#   os.spawn            (mode, path, args, env)
+#   os.system           (command,)
+#   subprocess.Popen    (executable, args, cwd, env)
+
+# What a refusal was about: a refused write, when caught, does not end the run (see above).
+WRITE, PROCESS, SIGNAL, LIMIT = "write", "process", "signal", "limit"
+HOSTILE = frozenset((PROCESS, SIGNAL, LIMIT))  # refused even when the code catches the error
+_LOGGED_WRITES = 20  # per process: a loop that keeps trying must not fill the log
+
 
 class Refused(PermissionError):
     """The sandbox refused an operation; the message says which."""
+
+    def __init__(self, reason: str, kind: str = WRITE) -> None:
+        super().__init__(reason)
+        self.kind = kind
+
+
+Check = Callable[[tuple[Any, ...]], Optional[str]]
 
 
 @dataclass
@@ -50,20 +99,31 @@ class Policy:
     writable: Sequence[str]  # folders the code may write in (the run's folder)
     max_processes: int  # processes alive in the run at once, the first one included
     log: Optional[str] = None  # the refusal log the parent reads
-    refusals: list[str] = field(default_factory=list)
+    refusals: list[tuple[str, str]] = field(default_factory=list)  # (kind, reason)
     root_pid: int = 0  # the run's first process; set by install()
     parent_pid: int = 0  # devlint's process
     session: int = 0
-    started: int = 0  # processes started by this process (where /proc cannot count them)
 
     def __post_init__(self) -> None:
         self.folders = tuple(os.path.realpath(path) for path in (*self.writable, *DEVICE_DIRS))
         self.files = frozenset(DEVICE_FILES)
         self._busy = threading.local()
-        self._checks: dict[str, Callable[[tuple[Any, ...]], Optional[str]]] = {
+        self._checks: dict[str, tuple[str, Check]] = {
+            event: (WRITE, check) for event, check in self._write_checks().items()
+        }
+        self._checks["os.kill"] = (SIGNAL, self._kill)
+        self._checks["os.killpg"] = (SIGNAL, self._killpg)
+        self._checks["resource.setrlimit"] = (LIMIT, lambda args: _raised(args[0], args[1]))
+        self._checks["resource.prlimit"] = (
+            LIMIT,
+            lambda args: _raised(args[1], args[2]) if args[0] in (0, os.getpid()) else None,
+        )
+        for event in _PROCESS_EVENTS:
+            self._checks[event] = (PROCESS, self._new_process)
+
+    def _write_checks(self) -> dict[str, Check]:
+        return {
             "open": self._open,
-            "os.kill": self._kill,
-            "os.killpg": self._killpg,
             "os.mkdir": self._mkdir,
             "os.remove": lambda args: self._entry(args[0], args[1]),
             "os.rmdir": lambda args: self._entry(args[0], args[1]),
@@ -78,14 +138,8 @@ class Policy:
             "os.utime": lambda args: self._path(args[0], args[3]),
             "os.setxattr": lambda args: self._path(args[0]),
             "os.removexattr": lambda args: self._path(args[0]),
-            "shutil.rmtree": lambda args: self._path(args[0], args[1]),
-            "resource.setrlimit": lambda args: _raised(args[0], args[1]),
-            "resource.prlimit": lambda args: (
-                _raised(args[1], args[2]) if args[0] in (0, os.getpid()) else None
-            ),
+            "shutil.rmtree": lambda args: self._path(args[0], args[1] if len(args) > 1 else None),
         }
-        for event in _PROCESS_EVENTS:
-            self._checks[event] = self._new_process
 
     # -- the hook ------------------------------------------------------------------------------
 
@@ -95,27 +149,34 @@ class Policy:
         sys.addaudithook(self.hook)
 
     def hook(self, event: str, args: tuple[Any, ...]) -> None:
-        check = self._checks.get(event)
-        if check is None or getattr(self._busy, "on", False):
+        found = self._checks.get(event)
+        if found is None or getattr(self._busy, "on", False):
             return
+        kind, check = found
         self._busy.on = True  # the hook's own reads and its log write raise events too
         try:
             reason = check(args)
-            if reason is not None:
-                self.refuse(reason)
+        except Exception:  # a bug in a check must never reach the user's code: let it through
+            reason = None
         finally:
             self._busy.on = False
+        if reason is not None:
+            self.refuse(reason, kind)
 
-    def refuse(self, reason: str) -> None:
-        self.refusals.append(reason)
-        if self.log is not None:
-            with suppress(OSError):
-                descriptor = os.open(self.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-                try:
-                    os.write(descriptor, (reason.replace("\n", " ") + "\n").encode())
-                finally:
-                    os.close(descriptor)
-        raise Refused(reason)
+    def refuse(self, reason: str, kind: str = WRITE) -> None:
+        self.refusals.append((kind, reason))
+        writes = sum(logged == WRITE for logged, _ in self.refusals)
+        if self.log is not None and (kind in HOSTILE or writes <= _LOGGED_WRITES):
+            self._busy.on = True
+            try:
+                _append(self.log, f"{kind}\t{reason}")
+            finally:
+                self._busy.on = False
+        raise Refused(reason, kind)
+
+    def hostile(self) -> Optional[str]:
+        """The first refusal that ends the run even when caught (a process, signal, limit)."""
+        return next((reason for kind, reason in self.refusals if kind in HOSTILE), None)
 
     # -- files ---------------------------------------------------------------------------------
 
@@ -190,7 +251,7 @@ class Policy:
         except OSError:
             return False
         for _ in range(256):
-            stat = _stat(pid)
+            stat = processes.stat(pid)
             if stat is None or stat[1] <= 1:
                 return False
             pid = stat[1]
@@ -199,90 +260,34 @@ class Policy:
         return False
 
     def _group_in_run(self, group: int) -> bool:
-        processes = _processes()
-        if processes is None:  # no /proc: ask about the group's leader
+        table = processes.processes()
+        if table is None:  # no /proc: ask about the group's leader
             return self._in_run(group)
-        return all(self._in_run(pid) for pid, stat in processes if stat[2] == group)
+        return all(self._in_run(pid) for pid, stat in table if stat[2] == group)
 
     # -- processes -----------------------------------------------------------------------------
 
     def _new_process(self, args: tuple[Any, ...]) -> Optional[str]:
-        alive = self._processes_alive()
-        if alive >= self.max_processes:
-            return (
-                f"the code tried to start more than {self.max_processes} processes at once "
-                f"(a fork bomb?)"
-            )
-        self.started += 1
-        return None
-
-    def _processes_alive(self) -> int:
-        """The run's processes: in its session, or descended from its first process (also
-        those that left the session; the run's first process is their subreaper)."""
-        processes = _processes()
-        if processes is None:
-            return 1 + self.started
-        return len(descendants(self.root_pid, processes, self.session)) + 1
+        """Refused when ``max_processes`` run already: the run's first process and those in its
+        session or below it (also those that left the session: the first process is their
+        subreaper). Finished ones waiting to be reaped do not count. Without /proc (macOS) the
+        run's processes cannot be counted, and only RLIMIT_NPROC holds them."""
+        others = processes.running_descendants(self.root_pid, self.session)
+        if others is None or others + 1 < self.max_processes:
+            return None
+        return (
+            f"the code tried to start more than {self.max_processes} processes at once "
+            f"(a fork bomb?)"
+        )
 
 
-def _stat(pid: int) -> Optional[tuple[str, int, int, int]]:
-    """(state, parent, process group, session) of a process, from /proc."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as file:
-            text = file.read().decode(errors="replace")
-    except OSError:
-        return None
-    fields = text[text.rfind(")") + 2 :].split()
-    try:
-        return fields[0], int(fields[1]), int(fields[2]), int(fields[3])
-    except (IndexError, ValueError):
-        return None
-
-
-def descendants(
-    root: int,
-    processes: Optional[list[tuple[int, tuple[str, int, int, int]]]] = None,
-    session: int = 0,
-) -> set[int]:
-    """The processes below ``root`` (and those in ``session``), from one look at /proc."""
-    processes = _processes() if processes is None else processes
-    children: dict[int, list[int]] = {}
-    found = set()
-    for pid, stat in processes or ():
-        children.setdefault(stat[1], []).append(pid)
-        if session and stat[3] == session:
-            found.add(pid)
-    waiting = [root]
-    while waiting:
-        for child in children.get(waiting.pop(), ()):
-            if child not in found:
-                found.add(child)
-                waiting.append(child)
-    found.discard(root)
-    return found
-
-
-def kill_descendants(root: int) -> None:
-    """SIGKILL every process below ``root``, however it left the run's session."""
-    for _ in range(3):  # a dying fork bomb may still be forking
-        for pid in descendants(root):
-            with suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-
-
-def _processes() -> Optional[list[tuple[int, tuple[str, int, int, int]]]]:
-    """Every process's pid and stat; None where there is no /proc."""
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return None
-    found = []
-    for name in names:
-        if name.isdigit():
-            stat = _stat(int(name))
-            if stat is not None:
-                found.append((int(name), stat))
-    return found
+def _append(log: str, line: str) -> None:
+    with suppress(OSError):
+        descriptor = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(descriptor, (line.replace("\n", " ") + "\n").encode())
+        finally:
+            os.close(descriptor)
 
 
 def _absolute(path: Any, dir_fd: Any = None) -> Optional[str]:

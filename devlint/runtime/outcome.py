@@ -63,6 +63,7 @@ class RunOutcome:
     reached: dict[str, list[int]] = field(default_factory=dict)
     entered: list[str] = field(default_factory=list)  # watched files whose code ran at all
     seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)  # what the sandbox did that did not end it
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -92,6 +93,7 @@ class RunOutcome:
             reached={path: list(lines) for path, lines in data.get("reached", {}).items()},
             entered=list(data.get("entered", [])),
             seconds=float(data.get("seconds", 0.0)),
+            notes=[str(note) for note in data.get("notes", [])],
         )
 
     def write(self, path: Path) -> None:
@@ -100,6 +102,20 @@ class RunOutcome:
     @classmethod
     def read(cls, path: Path) -> RunOutcome:
         return cls.from_json(json.loads(path.read_text(encoding="utf-8")))
+
+
+@dataclass(frozen=True)
+class Guard:
+    """What the child's confinement (``confine``) and audit hook (``guard.Policy``) need."""
+
+    writable: tuple[str, ...]  # folders the run may write in
+    max_processes: int  # processes alive in the run at once
+    log: Optional[str] = None  # the refusal log the parent reads
+    cgroup: Optional[str] = None  # the ``cgroup.procs`` of the run's pids cgroup, to join
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Guard:
+        return cls(**{**data, "writable": tuple(data["writable"])})
 
 
 @dataclass
@@ -113,7 +129,7 @@ class Job:
     watch: dict[str, list[int]]  # relative path -> lines whose execution matters
     result: str  # where the child writes its RunOutcome
     limits: dict[str, int] = field(default_factory=dict)  # RLIMIT_* name -> value
-    guard: dict[str, Any] = field(default_factory=dict)  # what guard.Policy and confine need
+    guard: Optional[Guard] = None  # no confinement where None
 
     def write(self, path: Path) -> None:
         path.write_text(json.dumps(asdict(self)), encoding="utf-8")
@@ -121,4 +137,5 @@ class Job:
     @classmethod
     def read(cls, path: Path) -> Job:
         data = json.loads(path.read_text(encoding="utf-8"))
-        return cls(**{**data, "entry": Entry(**data["entry"])})
+        guard = Guard.from_json(data["guard"]) if data.get("guard") else None
+        return cls(**{**data, "entry": Entry(**data["entry"]), "guard": guard})

@@ -48,6 +48,7 @@ def render_text(report: ConfirmReport, out: TextIO) -> None:
         out.write("Runs:\n")
         for run in report.runs:
             out.write(f"  {_run_line(run)}\n")
+            out.writelines(f"    note: {note}\n" for note in run.notes)
     elif report.summary.findings and not report.entries:
         out.write("No entry point: name a script, or use --entry module:function.\n")
     counts = Counter(verdict.status for verdict in report.verdicts if verdict is not None)
@@ -83,6 +84,7 @@ def report_json(report: ConfirmReport) -> dict[str, Any]:
                 "status": run.status,
                 "seconds": run.seconds,
                 "detail": run.detail,
+                "notes": run.notes,
             }
             for run in report.runs
         ],

@@ -10,8 +10,9 @@ grandchild holding a pipe open cannot hang devlint.
 
 The code may write only in the run's folder, signal only its own processes, and keep at most
 ``max_processes`` processes alive: an audit hook in the child refuses the rest (``guard``), and
-Landlock, a pids cgroup or RLIMIT_NPROC hold code that bypasses Python (``confine``). A refusal
-ends the run as ``refused``, with the reason.
+Landlock, a pids cgroup or RLIMIT_NPROC hold code that bypasses Python (``confine``). A refused
+process, signal or limit stops the run at once, as ``refused`` with the reason; so does a
+refused write the code does not catch. A refused write the code catches is a note of the run.
 
 This module imports no torch; the child does.
 """
@@ -27,13 +28,14 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
 from devlint.runtime import confine
-from devlint.runtime.guard import kill_descendants
-from devlint.runtime.outcome import CRASHED, REFUSED, TIMEOUT, Job, RunOutcome
+from devlint.runtime.guard import HOSTILE
+from devlint.runtime.outcome import CRASHED, REFUSED, TIMEOUT, Guard, Job, RunOutcome
+from devlint.runtime.processes import kill_descendants
 from devlint.runtime.profiles import CPU_HOST
 
 try:
@@ -48,7 +50,14 @@ SKIPPED_DIRS = frozenset(
     ".ipynb_checkpoints".split()
 )
 _GRACE_SECONDS = 3.0
+_POLL_SECONDS = 0.1  # how often the parent looks at the refusal log while the child runs
 _TAIL = 2000  # characters of the child's stderr kept in a crash report
+_NOTES = 10  # refused writes noted at most, the first ones
+
+
+def _default_max_processes() -> int:
+    """DataLoader workers and their helpers: about two per core, never fewer than 32."""
+    return max(32, 2 * (os.cpu_count() or 1) + 8)
 
 
 @dataclass(frozen=True)
@@ -58,7 +67,7 @@ class Limits:
     cpu_seconds: Optional[int] = None  # default: 4 CPU-seconds per wall-clock second
     file_size_mb: int = 1024  # largest file the run may write
     max_copy_mb: int = 2048  # largest project devlint agrees to copy
-    max_processes: int = 32  # processes alive in a run at once (DataLoader workers, ...)
+    max_processes: int = field(default_factory=_default_max_processes)  # alive at once
 
     def cpu_limit(self) -> int:
         return self.cpu_seconds or int(self.timeout * 4) + 10
@@ -144,14 +153,23 @@ def _bootstrap() -> str:
     )
 
 
+def _cache_home(env: dict[str, str]) -> str:
+    return env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+
+
 def child_environment(profile: str, scratch: Path) -> dict[str, str]:
     env = dict(os.environ)
+    # Downloaded weights stay where the user's tools keep them (read, not written: a download
+    # is refused): pinned before the cache folder below moves.
+    env.setdefault("TORCH_HOME", os.path.join(_cache_home(env), "torch"))
+    env.setdefault("HF_HOME", os.path.join(_cache_home(env), "huggingface"))
     env.update(
         PYTHONDONTWRITEBYTECODE="1",
         PYTHONUNBUFFERED="1",
         MPLBACKEND="Agg",  # plt.show() would wait for a window
         TMPDIR=str(scratch),
         # Caches that would live in the home folder, outside the run's folder:
+        XDG_CACHE_HOME=str(scratch / "cache"),
         MPLCONFIGDIR=str(scratch / "matplotlib"),
         TRITON_CACHE_DIR=str(scratch / "triton"),
         CUDA_CACHE_PATH=str(scratch / "nv"),
@@ -189,89 +207,126 @@ def _crash_detail(returncode: int, stderr: str) -> str:
     return f"{reason}\n{tail}" if tail else reason
 
 
-def _wait(process: subprocess.Popen[bytes], limits: Limits) -> bool:
-    """Wait for the child; at the deadline SIGTERM the group, then SIGKILL. True: timed out."""
-    try:
-        process.wait(timeout=limits.timeout)
-        return False
-    except subprocess.TimeoutExpired:
-        _kill_group(process, signal.SIGTERM)
+def _wait(process: subprocess.Popen[bytes], limits: Limits, log: Path) -> str:
+    """Wait for the child: to its end, to the deadline, or to the first refusal that ends the
+    run (a process, signal or limit); then SIGTERM the group, then SIGKILL. Returns why the
+    child was stopped: TIMEOUT, REFUSED, or "" where it ended by itself."""
+    deadline = time.monotonic() + limits.timeout
+    stopped = TIMEOUT
+    while True:
+        try:
+            process.wait(timeout=max(0.0, min(_POLL_SECONDS, deadline - time.monotonic())))
+            return ""
+        except subprocess.TimeoutExpired:
+            pass
+        if time.monotonic() >= deadline:
+            break
+        if _refusals(log)[0]:
+            stopped = REFUSED
+            break
+    _stop(process)
+    return stopped
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    _kill_group(process, signal.SIGTERM)  # the child then reports what it reached
     try:
         process.wait(timeout=_GRACE_SECONDS)
     except subprocess.TimeoutExpired:
         kill_descendants(process.pid)  # while the child still holds them (their subreaper)
         _kill_group(process, signal.SIGKILL)
         process.wait()
-    return True
+
+
+def _guard(workdir: Path, limits: Limits, group: Optional[confine.PidsGroup]) -> Guard:
+    return Guard(
+        writable=(os.path.realpath(workdir),),
+        max_processes=limits.max_processes,
+        log=str(workdir / "refusals"),
+        cgroup=group.procs if group is not None else None,
+    )
+
+
+def _start(job: Job, job_file: Path, workdir: Path) -> subprocess.Popen[bytes]:
+    scratch = workdir / "tmp"
+    scratch.mkdir(exist_ok=True)
+    with open(workdir / "stdout", "wb") as out, open(workdir / "stderr", "wb") as err:
+        return subprocess.Popen(
+            [sys.executable, "-c", _bootstrap(), str(job_file)],
+            cwd=job.cwd,
+            env=child_environment(job.profile, scratch),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            start_new_session=True,
+        )
 
 
 def run_job(job: Job, workdir: Path, limits: Limits) -> RunOutcome:
     """Run one prepared job in a child process and read back its outcome."""
-    job_file, result, refusals = workdir / "job.json", Path(job.result), workdir / "refusals"
-    group = confine.PidsGroup.create(limits.task_limit())
-    job.limits = resource_limits(limits)
-    job.guard = {
-        "writable": [os.path.realpath(workdir)],
-        "max_processes": limits.max_processes,
-        "log": str(refusals),
-        "cgroup": group.procs if group is not None else None,
-    }
-    job.write(job_file)
-    scratch = workdir / "tmp"
-    scratch.mkdir(exist_ok=True)
+    job_file, refusals = workdir / "job.json", workdir / "refusals"
     started = time.perf_counter()
-    try:
-        with open(workdir / "stdout", "wb") as out, open(workdir / "stderr", "wb") as err:
-            process = subprocess.Popen(
-                [sys.executable, "-c", _bootstrap(), str(job_file)],
-                cwd=job.cwd,
-                env=child_environment(job.profile, scratch),
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=err,
-                start_new_session=True,
-            )
-            timed_out = _wait(process, limits)
+    with confine.pids_group(limits.task_limit()) as group:  # removed whatever happens
+        job.limits = resource_limits(limits)
+        job.guard = _guard(workdir, limits, group)
+        job.write(job_file)
+        process = _start(job, job_file, workdir)
+        stopped = _wait(process, limits, refusals)
         _kill_group(process, signal.SIGKILL)  # stray grandchildren (DataLoader workers, ...)
         limit_reached = group is not None and group.limit_reached()
-    finally:
-        if group is not None:  # also the processes that left the session
-            group.kill()
-            group.remove()
-    seconds = round(time.perf_counter() - started, 3)
-    stderr = (workdir / "stderr").read_text(encoding="utf-8", errors="replace")
-    if result.is_file():
-        outcome = RunOutcome.read(result)
-        if timed_out:
-            outcome.status, outcome.detail = TIMEOUT, f"timed out after {limits.timeout:g} s"
-    elif timed_out:
-        outcome = RunOutcome(
-            job.entry, job.profile, TIMEOUT, f"timed out after {limits.timeout:g} s"
-        )
-    else:
-        outcome = RunOutcome(
-            job.entry, job.profile, CRASHED, _crash_detail(process.returncode, stderr)
-        )
-    refused = _first_refusal(refusals)
-    if refused:
-        outcome.status, outcome.detail = REFUSED, refused
+    outcome = _outcome(job, process, stopped, limits, workdir)
+    hostile, writes = _refusals(refusals)
+    if hostile:
+        outcome.status, outcome.detail = REFUSED, hostile
     elif limit_reached:
         outcome.status = REFUSED
         outcome.detail = (
             f"the code reached its limit of {limits.task_limit()} processes and threads "
             f"(a fork bomb?)"
         )
-    outcome.seconds = seconds
+    outcome.notes.extend(
+        f"a write was refused (nothing was written): {reason}"
+        for reason in writes
+        if not (outcome.status == REFUSED and outcome.detail == reason)  # the run's end
+    )
+    outcome.seconds = round(time.perf_counter() - started, 3)
     return outcome
 
 
-def _first_refusal(log: Path) -> str:
-    """The first thing the audit hook refused, in any process of the run."""
+def _outcome(
+    job: Job, process: subprocess.Popen[bytes], stopped: str, limits: Limits, workdir: Path
+) -> RunOutcome:
+    """What the child reported, or what its end tells where it could not report."""
+    timed_out = f"timed out after {limits.timeout:g} s"
+    result = Path(job.result)
+    if result.is_file():
+        outcome = RunOutcome.read(result)
+        if stopped == TIMEOUT:
+            outcome.status, outcome.detail = TIMEOUT, timed_out
+        return outcome
+    if stopped:
+        return RunOutcome(job.entry, job.profile, stopped, timed_out if stopped == TIMEOUT else "")
+    stderr = (workdir / "stderr").read_text(encoding="utf-8", errors="replace")
+    return RunOutcome(job.entry, job.profile, CRASHED, _crash_detail(process.returncode, stderr))
+
+
+def _refusals(log: Path) -> tuple[str, list[str]]:
+    """From the refusal log of every process of the run: the first refusal that ends the run
+    (a process, signal or limit; "" where there is none), and the refused writes (which end it
+    only where the code did not catch them, as the child reports)."""
+    writes: list[str] = []
     try:
-        with open(log, encoding="utf-8", errors="replace") as lines:
-            return lines.readline(_TAIL).strip()
+        with open(log, encoding="utf-8", errors="replace") as file:
+            for line in file:
+                kind, _, reason = line.partition("\t")
+                reason = reason.strip()[:_TAIL]
+                if kind in HOSTILE:
+                    return reason, writes
+                if reason and reason not in writes and len(writes) < _NOTES:
+                    writes.append(reason)
     except OSError:
-        return ""
+        pass
+    return "", writes
 
 
 @contextmanager
