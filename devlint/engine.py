@@ -10,10 +10,10 @@ import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Optional, Union, cast
+from typing import Optional, Union
 
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+from libcst.metadata import CodeRange
 
 from devlint.analysis.guards import GuardTracker
 from devlint.analysis.syntax_screen import syntax_facts
@@ -28,6 +28,7 @@ from devlint.diagnostics import (
     InternalError,
     Position,
 )
+from devlint.positions import ranges_of
 from devlint.rules import ALL_RULES, RULES_BY_CODE, Rule
 from devlint.suppression import Suppressions
 from devlint.traversal import Walker
@@ -326,7 +327,7 @@ def _run_rules(
             rules.walker(context, active, errors).walk(module)
             if not context.findings:
                 return []
-            ranges = _positions(module)
+            ranges = ranges_of(module, source, _nodes_of(context.findings))
     except RecursionError:
         errors.append(InternalError(path, "expressions nested too deeply to analyse"))
         return []
@@ -336,14 +337,17 @@ def _run_rules(
     return [_locate(path, raw, ranges) for raw in context.findings]
 
 
-def _positions(module: cst.Module) -> Mapping[cst.CSTNode, CodeRange]:
-    """Every node's range. ``MetadataWrapper.resolve`` would also run an empty batch of visitors
-    over the tree, copying every node for nothing: as costly as the positions themselves."""
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    try:
-        return cast(Mapping[cst.CSTNode, CodeRange], PositionProvider()._gen(wrapper))
-    except AttributeError:  # a LibCST without that entry point
-        return wrapper.resolve(PositionProvider)
+def _nodes_of(findings: Sequence[RawFinding]) -> set[cst.CSTNode]:
+    """Every node whose position the findings need."""
+    nodes: set[cst.CSTNode] = set()
+    for raw in findings:
+        nodes.add(raw.node)
+        nodes.update(raw.cited)
+        if raw.statement is not None:
+            nodes.add(raw.statement)
+        for edit in raw.fix.edits if raw.fix is not None else ():
+            nodes.update((edit.start, edit.end))
+    return nodes
 
 
 def _locate_fix(fix: RawFix, ranges: Mapping[cst.CSTNode, CodeRange]) -> Fix:
