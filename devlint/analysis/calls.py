@@ -12,6 +12,7 @@ from devlint.analysis.devices import argument, cuda_literal, string_value
 from devlint.analysis.names import ImportMap, dotted_name
 from devlint.analysis.torch_api import (
     COMBINING_FUNCTIONS,
+    DEVICE_MOVES,
     DTYPES,
     FACTORIES,
     FUNCTIONAL_LOSSES,
@@ -50,7 +51,6 @@ _PASS_THROUGH_ITERATORS = frozenset(
     {"iter", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm"}
 )
 _TENSOR_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data", "real", "imag", "grad"})
-_MOVES = frozenset({"to", "cuda", "cpu"})
 # Keys under which dict batches carry raw data, not tensors: the collated prompts or file names
 # of a Hugging Face style dataset are lists of strings.
 _TEXT_KEY = re.compile(
@@ -467,7 +467,7 @@ class CallEvaluator:
         bare: bool,
     ) -> Value:
         method = func.attr.value
-        if method in _MOVES:
+        if method in DEVICE_MOVES:
             return self._move(node, func, method, receiver, env, unit, bare)
         tensor_like = receiver.kind is Kind.TENSOR or (
             receiver.kind is Kind.UNKNOWN and receiver.where is not Where.UNKNOWN

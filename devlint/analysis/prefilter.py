@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
-from devlint.analysis.torch_api import FACTORIES
+from devlint.analysis.torch_api import FACTORY_NAMES
 
 
 class TextTest(Protocol):
@@ -37,13 +37,12 @@ class AnyOf:
         )
 
 
-def _shortest(words: set[str]) -> tuple[str, ...]:
+def _shortest(words: frozenset[str]) -> tuple[str, ...]:
     """The words no other word is part of: `rand` stands for `randn` too."""
     return tuple(sorted(w for w in words if not any(o != w and o in w for o in words)))
 
 
-_FACTORY_WORDS = {name.rpartition(".")[2] for name in FACTORIES}
-_FACTORY_ALTERNATIVES = "|".join(sorted(_FACTORY_WORDS))
+_FACTORY_ALTERNATIVES = "|".join(sorted(FACTORY_NAMES))
 # `.to(` with any spacing: the move whose target the analysis reads as a device.
 _MOVE_TO = re.compile(r"\.\s*to\s*\(")
 
@@ -75,7 +74,7 @@ FORWARD_METHOD = re.compile(r"def\s+forward\b")
 DEVICE_OR_INPUT_SOURCE = AnyOf(("cuda", "device"), (_MOVE_TO, FORWARD_METHOD))
 # Where a tensor can be on the CPU: a factory, `.cpu()`, "cpu", a data loader's batch.
 CPU_TENSOR_SOURCE = AnyOf(
-    ("cpu", *_shortest(_FACTORY_WORDS - {"range"})), (LOADER_NAME, TORCH_RANGE)
+    ("cpu", *_shortest(FACTORY_NAMES - {"range"})), (LOADER_NAME, TORCH_RANGE)
 )
 # A call of `.to`, `.cuda` or `.cpu`.
 MOVE_CALL = re.compile(r"\.\s*(?:to|cuda|cpu)\s*\(")

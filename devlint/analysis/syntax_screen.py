@@ -19,10 +19,7 @@ from dataclasses import dataclass
 from typing import cast
 
 from devlint.analysis.prefilter import LOADER_NAME
-from devlint.analysis.torch_api import FACTORIES
-
-_FACTORY_NAMES = frozenset(name.rpartition(".")[2] for name in FACTORIES)
-_MOVES = frozenset({"to", "cuda", "cpu"})
+from devlint.analysis.torch_api import DEVICE_MOVES, FACTORY_NAMES
 
 
 @dataclass(frozen=True)
@@ -85,7 +82,7 @@ def _method(call: ast.Call) -> str:
 
 
 def _is_move(node: ast.expr) -> bool:
-    return isinstance(node, ast.Call) and _method(node) in _MOVES
+    return isinstance(node, ast.Call) and _method(node) in DEVICE_MOVES
 
 
 def _places_on_device(call: ast.Call) -> bool:
@@ -106,7 +103,7 @@ def _creates_on_cpu(call: ast.Call) -> bool:
         return True
     func = call.func
     name = func.id if isinstance(func, ast.Name) and func.id != "range" else _method(call)
-    if name not in _FACTORY_NAMES:
+    if name not in FACTORY_NAMES:
         return False
     return not any(keyword.arg in ("device", None) for keyword in call.keywords)
 
@@ -114,6 +111,6 @@ def _creates_on_cpu(call: ast.Call) -> bool:
 def _imports_factory(node: ast.ImportFrom) -> bool:
     """`from torch import range`, `from torch import zeros as z`: calls no name test can spot."""
     return any(
-        alias.name in _FACTORY_NAMES and (alias.asname is not None or alias.name == "range")
+        alias.name in FACTORY_NAMES and (alias.asname is not None or alias.name == "range")
         for alias in node.names
     )

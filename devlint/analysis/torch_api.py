@@ -15,6 +15,10 @@ FACTORIES = frozenset(
         "IntTensor ShortTensor ByteTensor CharTensor BoolTensor"
     ).split()
 )
+# The factories' own names, as a call or an import spells them (`zeros`, `from_numpy`).
+FACTORY_NAMES = frozenset(name.rpartition(".")[2] for name in FACTORIES)
+# The methods that move a tensor or module: `.to(...)`, `.cuda()`, `.cpu()`.
+DEVICE_MOVES = frozenset({"to", "cuda", "cpu"})
 # Factories whose result is 0-dim when given a single number (a CPU one mixes with any device).
 SCALAR_CAPABLE_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor"})
 LIKE_FACTORIES = frozenset(

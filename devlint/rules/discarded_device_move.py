@@ -5,12 +5,11 @@ import libcst as cst
 from devlint.analysis.calls import converts_dtype
 from devlint.analysis.operations import Citations
 from devlint.analysis.syntax_screen import SyntaxFacts
+from devlint.analysis.torch_api import DEVICE_MOVES
 from devlint.analysis.values import Kind, Where
 from devlint.context import NodeEdit, RawFix
 from devlint.diagnostics import Applicability
 from devlint.rules.base import Invalid, Rule
-
-_MOVES = frozenset({"to", "cuda", "cpu"})
 
 
 class DiscardedDeviceMove(Rule):
@@ -103,17 +102,17 @@ class DiscardedDeviceMove(Rule):
         call = node.value
         if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Attribute):
             return
-        if call.func.attr.value not in _MOVES:
+        if call.func.attr.value not in DEVICE_MOVES:
             return
         receiver = self.context.flow.value_of(call.func.value)
         if receiver.kind is not Kind.TENSOR:
             return
         name = self.context.source_of(call.func.value)
         citations = Citations()
-        evidence = citations.of(receiver.placement)
         if converts_dtype(call, self.context.names):
             copy, stays = "a converted copy", f"`{name}` keeps its dtype"
         else:
+            evidence = citations.of(receiver.placement)  # cited only where the message uses it
             place = "the CPU" if receiver.where is Where.CPU else "where it was"
             copy = "a moved copy"
             stays = f"`{name}` stays on {place}" + (f" ({evidence})" if evidence else "")

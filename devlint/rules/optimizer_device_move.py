@@ -8,9 +8,9 @@ import libcst as cst
 from devlint.analysis.names import dotted_name
 from devlint.analysis.prefilter import MOVE_CALL
 from devlint.analysis.scopes import Binding
+from devlint.analysis.torch_api import DEVICE_MOVES
 from devlint.rules.base import Invalid, Rule
 
-_MOVES = frozenset({"to", "cuda", "cpu"})
 _OPTIMIZER_BASES = frozenset({"torch.optim.Optimizer", "torch.optim.optimizer.Optimizer"})
 # `optimizer`, `d_optimizer`, `optimizer_G`, `optim2`; not `optimizer_state` or `optim_cfg`.
 _CONVENTIONAL_NAME = re.compile(
@@ -104,7 +104,7 @@ class OptimizerDeviceMove(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        if not isinstance(func, cst.Attribute) or func.attr.value not in _MOVES:
+        if not isinstance(func, cst.Attribute) or func.attr.value not in DEVICE_MOVES:
             return
         receiver = dotted_name(func.value)
         if receiver is None or not self._is_optimizer(func.value, receiver):
