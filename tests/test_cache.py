@@ -62,6 +62,15 @@ def _shown(summary: RunSummary) -> list[tuple[str, str, int, int, str, object]]:
     ]
 
 
+def _assert_relinted_afresh(
+    project: Path, cache_dir: Path, linted: list[str], expected: object
+) -> None:
+    """A distrusted cache: every file is linted again, and the findings are the same."""
+    linted.clear()
+    assert _shown(_lint(project, cache_dir)) == expected
+    assert sorted(linted) == ["buggy.py", "clean.py"]
+
+
 def test_unchanged_files_are_answered_from_the_cache(
     project: Path, tmp_path: Path, linted: list[str]
 ) -> None:
@@ -128,9 +137,7 @@ def test_a_corrupt_cache_is_ignored_and_rebuilt(
     expected = _shown(_lint(project, cache_dir))
     results = Cache(cache_dir).file
     results.write_bytes(b"\x00not json{")
-    linted.clear()
-    assert _shown(_lint(project, cache_dir)) == expected
-    assert sorted(linted) == ["buggy.py", "clean.py"]
+    _assert_relinted_afresh(project, cache_dir, linted, expected)
     assert json.loads(results.read_text())["entries"]  # rewritten whole
 
 
@@ -144,18 +151,14 @@ def test_malformed_entries_and_foreign_headers_are_not_trusted(
     for entry in document["entries"].values():
         entry["findings"] = [{"code": 1}]  # the right place, the wrong shape
     results.write_text(json.dumps(document))
-    linted.clear()
-    assert _shown(_lint(project, cache_dir)) == expected
-    assert sorted(linted) == ["buggy.py", "clean.py"]
+    _assert_relinted_afresh(project, cache_dir, linted, expected)
 
     document = json.loads(results.read_text())
     document["header"]["devlint"] = "0.0.0-other"
     for entry in document["entries"].values():
         entry["findings"] = []  # a plausible but foreign answer
     results.write_text(json.dumps(document))
-    linted.clear()
-    assert _shown(_lint(project, cache_dir)) == expected
-    assert sorted(linted) == ["buggy.py", "clean.py"]
+    _assert_relinted_afresh(project, cache_dir, linted, expected)
 
 
 def test_entries_of_the_wrong_types_are_dropped(
@@ -169,9 +172,7 @@ def test_entries_of_the_wrong_types_are_dropped(
     document["entries"][first]["seen_ns"] = "yesterday"
     document["entries"][second] = ["not", "an", "entry"]
     results.write_text(json.dumps(document))
-    linted.clear()
-    assert _shown(_lint(project, cache_dir)) == expected
-    assert sorted(linted) == ["buggy.py", "clean.py"]
+    _assert_relinted_afresh(project, cache_dir, linted, expected)
 
 
 def test_the_cache_folder_is_tagged_and_ignored(project: Path, tmp_path: Path) -> None:

@@ -116,6 +116,18 @@ def _pre_commit(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.Comple
     )
 
 
+def _commit(project: Path, env: dict[str, str], message: str) -> subprocess.CompletedProcess[str]:
+    """`git commit`, which runs the installed hooks; its failure is the hook's answer."""
+    return subprocess.run(
+        ["git", "commit", "-m", message],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
 def test_lint_hook_fails_and_lists_the_finding(
     hook_repo: tuple[Path, str], project: Path, environment: dict[str, str]
 ) -> None:
@@ -161,26 +173,12 @@ def test_installed_hook_passes_a_commit_without_python_and_stops_a_buggy_one(
     installed = _pre_commit("install", cwd=project, env=environment)
     assert installed.returncode == 0, installed.stdout + installed.stderr
     _git("add", "-A", cwd=project, env=environment)
-    commit = subprocess.run(
-        ["git", "commit", "-m", "docs only"],
-        cwd=project,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    commit = _commit(project, environment, "docs only")
     assert commit.returncode == 0, commit.stdout + commit.stderr
     assert "(no files to check)Skipped" in commit.stdout + commit.stderr
     write(project, {"buggy.py": BUGGY})
     _git("add", "buggy.py", cwd=project, env=environment)
-    blocked = subprocess.run(
-        ["git", "commit", "-m", "a bug"],
-        cwd=project,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    blocked = _commit(project, environment, "a bug")
     assert blocked.returncode != 0
     assert "buggy.py:3:9: DEV001" in blocked.stdout + blocked.stderr
     assert _git("log", "--format=%s", cwd=project, env=environment).split() == ["docs", "only"]
