@@ -7,7 +7,7 @@ import libcst as cst
 from devlint.analysis.devices import argument
 from devlint.analysis.names import dotted_name
 from devlint.analysis.prefilter import FORWARD_METHOD, SELF_FACTORY_ASSIGNMENT
-from devlint.analysis.torch_api import FACTORIES, SCALAR_CAPABLE_FACTORIES
+from devlint.analysis.torch_api import FACTORIES, SCALAR_CAPABLE_FACTORIES, derives_from_module
 from devlint.rules.base import Invalid, Rule
 from devlint.traversal import visit
 
@@ -106,8 +106,7 @@ class TensorAttributeNotBuffer(Rule):
     )
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        flow = self.context.flow
-        if not flow.is_module_class(node.name.value):
+        if not derives_from_module(node.name.value, self._bases_of_classes()):
             return
         methods = {
             statement.name.value: statement
@@ -137,6 +136,18 @@ class TensorAttributeNotBuffer(Rule):
                     f'`self.register_buffer("{attribute}", ...)` or wrap it in `nn.Parameter`',
                     (use,),
                 )
+
+    def _bases_of_classes(self) -> dict[str, tuple[str, ...]]:
+        """The module-level classes of the file, with their bases' qualified names."""
+        names = self.context.names
+        return {
+            statement.name.value: tuple(
+                names.qualified_name(base.value) or dotted_name(base.value) or ""
+                for base in statement.bases
+            )
+            for statement in self.context.module.body
+            if isinstance(statement, cst.ClassDef)
+        }
 
     def _plain_tensor_attributes(self, init: cst.FunctionDef) -> list[tuple[cst.CSTNode, str]]:
         found: list[tuple[cst.CSTNode, str]] = []
