@@ -393,7 +393,7 @@ def _run_flow_rules(
     context = FlowContext(path, tree, text)
     try:
         with _deep_recursion():
-            context.walk(rules.flow_hooks(context, active, errors))
+            context.run(rules.flow_hooks(context, active, errors))
     except RecursionError:
         errors.append(InternalError(path, "expressions nested too deeply to analyse"))
         return []

@@ -89,6 +89,12 @@ class CallEvaluator:
     recording: bool
     default_device_changed: bool
     functions: dict[str, FunctionNode]
+    # Nodes of these classes are logged in `visits` as they are evaluated, with the simple
+    # statement they are in: the flow rules check those, rather than walk the tree again.
+    watched: frozenset[type]
+    visits: list[tuple[ast.AST, Optional[ast.stmt]]]
+    statement: Optional[ast.stmt]
+    expecting_failure: int  # inside `with pytest.raises(...)`: nothing there is logged
 
     def is_module_class(self, name: str) -> bool:
         raise NotImplementedError
@@ -105,23 +111,33 @@ class CallEvaluator:
     # -- dispatch ----------------------------------------------------------------------
 
     def eval(self, node: ast.expr, env: Env, unit: Unit) -> Value:
+        if type(node) is ast.Call:
+            return self.eval_call(node, env, unit, bare=False)
         evaluate = _EVALUATORS.get(type(node))
         value = (
             evaluate(self, node, env, unit)
             if evaluate is not None
             else self._children(node, env, unit)
         )
-        if value is not UNKNOWN and self.recording:
-            self.values[node] = value
+        if self.recording:
+            if value is not UNKNOWN:
+                self.values[node] = value
+            self.visited(node)
         return value
 
+    def visited(self, node: ast.AST) -> None:
+        if type(node) in self.watched and self.recording and not self.expecting_failure:
+            self.visits.append((node, self.statement))
+
     def _children(self, node: ast.AST, env: Env, unit: Unit) -> Value:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.expr):
-                if type(child) is not ast.Lambda:
-                    self.eval(child, env, unit)
-            elif not isinstance(child, ast.expr_context):
-                self._children(child, env, unit)
+        for field in node._fields:
+            value = getattr(node, field, None)
+            for child in value if type(value) is list else (value,):
+                if isinstance(child, ast.expr):
+                    if type(child) is not ast.Lambda:
+                        self.eval(child, env, unit)
+                elif isinstance(child, ast.AST) and not isinstance(child, ast.expr_context):
+                    self._children(child, env, unit)
         return UNKNOWN
 
     # -- simple expressions --------------------------------------------------------------
@@ -291,9 +307,6 @@ class CallEvaluator:
 
     # -- calls ----------------------------------------------------------------------------------
 
-    def _call(self, node: ast.Call, env: Env, unit: Unit) -> Value:
-        return self.eval_call(node, env, unit, bare=False)
-
     def eval_call(self, node: ast.Call, env: Env, unit: Unit, bare: bool) -> Value:
         func = node.func
         dotted = dotted_name(func)
@@ -317,8 +330,10 @@ class CallEvaluator:
             self.eval(func, env, unit)
             self._arguments(node, env, unit)
             value = UNKNOWN
-        if value is not UNKNOWN and self.recording:
-            self.values[node] = value
+        if self.recording:
+            if value is not UNKNOWN:
+                self.values[node] = value
+            self.visited(node)
         return value
 
     def _arguments(self, node: ast.Call, env: Env, unit: Unit) -> list[Value]:
@@ -546,7 +561,6 @@ _EVALUATORS: dict[type, _Evaluator] = {
     ast.DictComp: CallEvaluator._comprehension,  # type: ignore[dict-item]
     ast.NamedExpr: CallEvaluator._named,  # type: ignore[dict-item]
     ast.Lambda: CallEvaluator._lambda,  # type: ignore[dict-item]
-    ast.Call: CallEvaluator._call,  # type: ignore[dict-item]
 }
 
 

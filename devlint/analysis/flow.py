@@ -18,13 +18,14 @@ The interpreter reads CPython's syntax tree (see :mod:`devlint.analysis.syntax`)
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
 from devlint.analysis.calls import CallEvaluator
+from devlint.analysis.guards import expects_error_in_syntax
 from devlint.analysis.names import ImportMap
-from devlint.analysis.syntax import SourceText, dotted_name
+from devlint.analysis.syntax import SourceText, dotted_name, nodes_below
 from devlint.analysis.torch_api import derives_from_module, looks_like_loader
 from devlint.analysis.values import (
     UNKNOWN,
@@ -78,11 +79,21 @@ def merge(first: Optional[Env], second: Optional[Env]) -> Optional[Env]:
 class DeviceFlow(CallEvaluator):
     """The device-flow facts of one file, computed once and read by every flow rule."""
 
-    def __init__(self, module: ast.Module, names: ImportMap, text: SourceText) -> None:
+    def __init__(
+        self,
+        module: ast.Module,
+        names: ImportMap,
+        text: SourceText,
+        watched: Collection[type] = (),
+    ) -> None:
         self.names = names
         self.text = text
         self.values: dict[ast.AST, Value] = {}
         self.recording = True
+        self.watched = frozenset(watched)
+        self.visits: list[tuple[ast.AST, Optional[ast.stmt]]] = []
+        self.statement: Optional[ast.stmt] = None
+        self.expecting_failure = 0
         self.globals: Env = {}
         self.default_device_changed = "set_default_device" in text.source or (
             "set_default_tensor_type" in text.source
@@ -94,6 +105,7 @@ class DeviceFlow(CallEvaluator):
         # What each plain class's `__init__` leaves in `self` attributes no other method changes.
         self._class_attributes: dict[str, Env] = {}
         self._collect_definitions(module.body)
+        self._bases = {name: facts.bases for name, facts in self.classes.items()}
         self._run(module)
 
     def value_of(self, node: ast.AST) -> Value:
@@ -119,8 +131,7 @@ class DeviceFlow(CallEvaluator):
 
     def is_module_class(self, name: str) -> bool:
         """A class of this file deriving (here or through torch) from nn.Module."""
-        bases = {name: facts.bases for name, facts in self.classes.items()}
-        return derives_from_module(name, bases)
+        return derives_from_module(name, self._bases)
 
     # -- units -----------------------------------------------------------------------
 
@@ -145,10 +156,11 @@ class DeviceFlow(CallEvaluator):
             attributes = {key: value for key, value in init_env.items() if key.startswith("self.")}
         if module_class:
             attributes = {}  # a module's attributes move with it: unknown here, DEV009's concern
-        reassigned = set().union(
-            *(_assigned_names(m) for n, m in facts.methods.items() if n != "__init__")
-        )
-        attributes = {key: value for key, value in attributes.items() if key not in reassigned}
+        if attributes:
+            reassigned = set().union(
+                *(_assigned_names(m) for n, m in facts.methods.items() if n != "__init__")
+            )
+            attributes = {key: value for key, value in attributes.items() if key not in reassigned}
         self._class_attributes[name] = attributes
         for method_name, method in facts.methods.items():
             if method_name != "__init__":
@@ -188,12 +200,13 @@ class DeviceFlow(CallEvaluator):
         if function in self._in_progress:
             return UNKNOWN
         self._in_progress.add(function)
-        recording, self.recording = self.recording, False
+        recording, statement = self.recording, self.statement
+        self.recording = False
         unit = Unit(function)
         env: Env = {}
         self._bind_parameters(function, unit, env)
         self.exec_block(function.body, env, unit)
-        self.recording = recording
+        self.recording, self.statement = recording, statement
         self._in_progress.discard(function)
         result = unit.returns[0] if unit.returns else UNKNOWN
         for other in unit.returns[1:]:
@@ -206,8 +219,15 @@ class DeviceFlow(CallEvaluator):
     def exec_block(self, statements: Sequence[ast.stmt], env: Env, unit: Unit) -> Optional[Env]:
         """Run statements in order; None when control never reaches the end."""
         for statement in statements:
-            handler = _STATEMENTS.get(type(statement))
-            if handler is not None and not handler(self, statement, env, unit):
+            kind = type(statement)
+            compound = kind in _COMPOUND
+            self.statement = None if compound else statement
+            handler = _STATEMENTS.get(kind)
+            reached = handler is None or handler(self, statement, env, unit)
+            if compound:
+                self.statement = None  # its blocks ran their own statements
+            self.visited(statement)
+            if not reached:
                 return None
         return env
 
@@ -281,6 +301,14 @@ class DeviceFlow(CallEvaluator):
         return _replace(env, merge(env, body_env))
 
     def _exec_with(self, node: Union[ast.With, ast.AsyncWith], env: Env, unit: Unit) -> bool:
+        expects_error = expects_error_in_syntax(node, self.names)
+        self.expecting_failure += expects_error
+        try:
+            return self._exec_with_items(node, env, unit)
+        finally:
+            self.expecting_failure -= expects_error
+
+    def _exec_with_items(self, node: Union[ast.With, ast.AsyncWith], env: Env, unit: Unit) -> bool:
         moves_default = False
         for item in node.items:
             value = self.eval(item.context_expr, env, unit)
@@ -383,6 +411,15 @@ _STATEMENTS: dict[type, _StatementHandler] = {
 }
 if hasattr(ast, "TryStar"):  # Python 3.11: `except*`
     _STATEMENTS[ast.TryStar] = DeviceFlow._exec_try
+# Statements with blocks: the code in their header is in no simple statement.
+_COMPOUND = frozenset(
+    getattr(ast, name)
+    for name in (
+        "If For AsyncFor While With AsyncWith Try TryStar Match FunctionDef AsyncFunctionDef "
+        "ClassDef"
+    ).split()
+    if hasattr(ast, name)  # `match` came with Python 3.10, `except*` with 3.11
+)
 
 
 def _functions_in(
@@ -414,7 +451,7 @@ def _assigned_names(function: FunctionNode) -> set[str]:
     """The names and attributes a function assigns, or moves in place (`self.model.to(d)`)."""
     names: set[str] = set()
     for statement in function.body:
-        for node in ast.walk(statement):
+        for node in nodes_below(statement):
             kind = type(node)
             if kind is ast.Assign:
                 targets: list[ast.expr] = node.targets  # type: ignore[attr-defined]

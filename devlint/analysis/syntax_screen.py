@@ -13,8 +13,9 @@ in any function, counts): they must never reject a file a rule would report on.
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 from devlint.analysis.prefilter import LOADER_NAME
 from devlint.analysis.syntax import nodes_below
@@ -33,7 +34,20 @@ class SyntaxFacts:
 
 
 def syntax_facts(tree: ast.Module, source: str) -> SyntaxFacts:
-    device = forward = discarded = cpu = imports_factory = False
+    forward = discarded = imports_factory = False
+    kind: type
+    for statement in _statements(tree.body):  # a tenth of the nodes: looked at first
+        kind = type(statement)
+        if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+            forward = forward or cast(ast.FunctionDef, statement).name == "forward"
+        elif kind is ast.Expr:
+            discarded = discarded or _is_move(cast(ast.Expr, statement).value)
+        elif kind is ast.ImportFrom:
+            imports_factory = imports_factory or _imports_factory(cast(ast.ImportFrom, statement))
+    # A factory imported under another name (`zeros as z`, or `range`) makes calls no name test
+    # recognises: the import alone counts. So does a loader's name (its batches are on the CPU).
+    cpu = imports_factory or bool(LOADER_NAME.search(source))
+    device = False
     for node in nodes_below(tree):
         kind = type(node)  # exact types: cheaper than isinstance in the screen's hot loop
         if kind is ast.Call:
@@ -42,21 +56,32 @@ def syntax_facts(tree: ast.Module, source: str) -> SyntaxFacts:
             cpu = cpu or _creates_on_cpu(call)
         elif kind is ast.Constant:
             value = cast(ast.Constant, node).value
-            if isinstance(value, str):
+            if type(value) is str:
                 device = device or value.startswith("cuda")
                 cpu = cpu or value == "cpu"
-        elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
-            forward = forward or cast(ast.FunctionDef, node).name == "forward"
-        elif kind is ast.Expr:
-            discarded = discarded or _is_move(cast(ast.Expr, node).value)
-        elif kind is ast.ImportFrom:
-            imports_factory = imports_factory or _imports_factory(cast(ast.ImportFrom, node))
-        if device and cpu and forward and discarded:
+        else:
+            continue
+        if device and cpu:
             break
-    # A factory imported under another name (`zeros as z`, or `range`) makes calls no name test
-    # recognises: the import alone counts. So does a loader's name (its batches are on the CPU).
-    cpu = cpu or imports_factory or LOADER_NAME.search(source)
     return SyntaxFacts(device, cpu, forward, discarded)
+
+
+def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement in a block, those in nested blocks too."""
+    stack = list(body)
+    while stack:
+        statement = stack.pop()
+        yield statement
+        for field in _BLOCKS:
+            block = getattr(statement, field, None)
+            if block:
+                stack.extend(block)
+        parts: list[Any] = getattr(statement, "handlers", []) + getattr(statement, "cases", [])
+        for part in parts:  # `except` clauses, `match` cases
+            stack.extend(part.body)
+
+
+_BLOCKS = ("body", "orelse", "finalbody")
 
 
 def _method(call: ast.Call) -> str:

@@ -8,7 +8,7 @@ from devlint.analysis.prefilter import CPU_TENSOR_SOURCE, DEVICE_OR_INPUT_SOURCE
 from devlint.analysis.syntax import call_arguments, dotted_name
 from devlint.analysis.syntax_screen import SyntaxFacts
 from devlint.analysis.torch_api import FUNCTIONAL_LOSSES, looks_like_loss
-from devlint.analysis.values import Kind, Value, Where
+from devlint.analysis.values import UNKNOWN, Kind, Value, Where
 from devlint.rules.base import FlowRule, Invalid
 
 
@@ -147,8 +147,10 @@ class MissingDeviceMove(FlowRule):
 
     def visit_Call(self, node: ast.Call) -> None:
         flow = self.analysis.flow
-        callee = flow.value_of(node.func)
         arguments = [(value, flow.value_of(value)) for value in call_arguments(node)]
+        if all(value is UNKNOWN for _, value in arguments):
+            return  # every check below needs an argument whose placement is known
+        callee = flow.value_of(node.func)
         if callee.is_loss and callee.cpu_weight is not None and callee.where is Where.CPU:
             self._check_loss_weight(node, callee, arguments)
         elif self._is_loss(node, callee):
