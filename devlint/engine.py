@@ -23,7 +23,7 @@ from libcst.metadata import CodeRange
 
 from devlint.analysis.guards import GuardTracker
 from devlint.analysis.syntax import SourceText
-from devlint.analysis.syntax_screen import syntax_facts
+from devlint.analysis.syntax_screen import SyntaxFacts, syntax_facts
 from devlint.complexity import parse_quietly, too_complex, too_large
 from devlint.context import TRACKED_TYPES, FileContext, Node, RawFinding, RawFix
 from devlint.diagnostics import (
@@ -88,10 +88,10 @@ class RuleSet:
         """Cheap text test: can any enabled rule fire on this source at all?"""
         return any(rule.may_fire(source) for rule in self.rules)
 
-    def screen(self, active: list[FlowRule], tree: ast.Module, source: str) -> list[FlowRule]:
-        """The ``active`` flow rules that can fire on CPython's ``tree`` of the source."""
-        facts = syntax_facts(tree, source)
-        return [rule for rule in active if rule.may_fire_in(facts)]
+    def screen(self, tree: ast.Module, source: str) -> Optional[SyntaxFacts]:
+        """The structural facts that let the flow rules skip files and functions where they
+        cannot fire; None runs them everywhere."""
+        return syntax_facts(tree, source)
 
     def flow_hooks(
         self, context: FlowContext, active: Sequence[FlowRule], errors: list[InternalError]
@@ -312,8 +312,9 @@ def _lint_source(path: str, data: bytes, rules: RuleSet) -> FileResult:
     libcst_rules = [rule for rule in active if not isinstance(rule, FlowRule)]
     # CPython's tree serves the flow rules, and the syntax check of files no other rule parses.
     syntax_tree = _syntax_tree(source) if flow_rules or not libcst_rules else None
-    if syntax_tree is not None and flow_rules:
-        flow_rules = rules.screen(flow_rules, syntax_tree, source)
+    facts = rules.screen(syntax_tree, source) if syntax_tree is not None and flow_rules else None
+    if facts is not None:
+        flow_rules = [rule for rule in flow_rules if rule.may_fire_in(facts)]
     located: list[tuple[Finding, tuple[int, ...]]] = []
     if libcst_rules or syntax_tree is None:
         # LibCST parses what the other rules read, and decides where CPython objects (it may
@@ -323,9 +324,13 @@ def _lint_source(path: str, data: bytes, rules: RuleSet) -> FileResult:
             located.append((_parse_error_finding(path, module), (module.row,)))
             flow_rules = []
         elif libcst_rules:
-            located = _run_rules(path, module, source, rules, libcst_rules, result.errors)
+            located = _run_rules(
+                path, module, source, rules, libcst_rules, result.errors, syntax_tree
+            )
     if syntax_tree is not None and flow_rules:
-        located += _run_flow_rules(path, syntax_tree, source, rules, flow_rules, result.errors)
+        located += _run_flow_rules(
+            path, syntax_tree, facts, source, rules, flow_rules, result.errors
+        )
     if located:
         suppressions = Suppressions.scan(source)
         result.findings = sorted(
@@ -361,8 +366,10 @@ def _run_rules(
     rules: RuleSet,
     active: Sequence[Rule],
     errors: list[InternalError],
+    syntax_tree: Optional[ast.Module],
 ) -> list[tuple[Finding, tuple[int, ...]]]:
-    """Findings of the ``active`` rules, each with the rows where a `# noqa` comment silences it."""
+    """Findings of the ``active`` rules, each with the rows where a `# noqa` comment silences it
+    (``syntax_tree``: CPython's parse of the source, where there is one already)."""
     context = FileContext(path, module, source)
     try:
         with _deep_recursion():
@@ -370,7 +377,7 @@ def _run_rules(
             if not context.findings:
                 return []
             wanted = [node for node in _nodes_of(context.findings) if isinstance(node, cst.CSTNode)]
-            ranges = cast(Mapping[Node, CodeRange], ranges_of(module, source, wanted))
+            ranges = cast(Mapping[Node, CodeRange], ranges_of(module, source, wanted, syntax_tree))
     except RecursionError:
         errors.append(InternalError(path, "expressions nested too deeply to analyse"))
         return []
@@ -383,6 +390,7 @@ def _run_rules(
 def _run_flow_rules(
     path: str,
     tree: ast.Module,
+    facts: Optional[SyntaxFacts],
     source: str,
     rules: RuleSet,
     active: Sequence[FlowRule],
@@ -390,7 +398,7 @@ def _run_flow_rules(
 ) -> list[tuple[Finding, tuple[int, ...]]]:
     """Findings of the device-flow rules, which read CPython's tree."""
     text = SourceText(source)
-    context = FlowContext(path, tree, text)
+    context = FlowContext(path, tree, text, facts)
     try:
         with _deep_recursion():
             context.run(rules.flow_hooks(context, active, errors))

@@ -18,6 +18,7 @@ from typing import Optional
 from devlint.analysis.flow import DeviceFlow
 from devlint.analysis.names import ImportMap
 from devlint.analysis.syntax import SourceText
+from devlint.analysis.syntax_screen import SyntaxFacts
 from devlint.context import FindingCollector, Node
 
 SyntaxHook = Callable[[ast.AST], None]
@@ -26,11 +27,14 @@ SyntaxHook = Callable[[ast.AST], None]
 class FlowContext(FindingCollector):
     """Per-file state of the flow rules: the tree, the analysis, and the findings so far."""
 
-    def __init__(self, path: str, tree: ast.Module, text: SourceText) -> None:
+    def __init__(
+        self, path: str, tree: ast.Module, text: SourceText, facts: Optional[SyntaxFacts] = None
+    ) -> None:
         super().__init__()
         self.path = path
         self.tree = tree
         self.text = text
+        self.facts = facts
         self.names = ImportMap()
         self.names.add_syntax_statements(tree.body)
         self._flow: Optional[DeviceFlow] = None
@@ -54,7 +58,7 @@ class FlowContext(FindingCollector):
 
     def run(self, hooks: Mapping[type, Sequence[SyntaxHook]]) -> None:
         """Analyse the file, then pass each node it evaluated to the hooks for its exact class."""
-        self._flow = DeviceFlow(self.tree, self.names, self.text, watched=hooks.keys())
+        self._flow = DeviceFlow(self.tree, self.names, self.text, hooks.keys(), self.facts)
         seen: set[int] = set()
         for node, statement in self._flow.visits:
             if id(node) not in seen:  # an argument may be evaluated twice

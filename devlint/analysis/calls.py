@@ -111,9 +111,10 @@ class CallEvaluator:
     # -- dispatch ----------------------------------------------------------------------
 
     def eval(self, node: ast.expr, env: Env, unit: Unit) -> Value:
-        if type(node) is ast.Call:
-            return self.eval_call(node, env, unit, bare=False)
-        evaluate = _EVALUATORS.get(type(node))
+        kind = type(node)
+        if kind is ast.Call:
+            return self.eval_call(node, env, unit, bare=False)  # type: ignore[arg-type]
+        evaluate = _EVALUATORS.get(kind)
         value = (
             evaluate(self, node, env, unit)
             if evaluate is not None
@@ -122,7 +123,8 @@ class CallEvaluator:
         if self.recording:
             if value is not UNKNOWN:
                 self.values[node] = value
-            self.visited(node)
+            if kind in self.watched:
+                self.visited(node)
         return value
 
     def visited(self, node: ast.AST) -> None:

@@ -26,6 +26,7 @@ from devlint.analysis.calls import CallEvaluator
 from devlint.analysis.guards import expects_error_in_syntax
 from devlint.analysis.names import ImportMap
 from devlint.analysis.syntax import SourceText, dotted_name, nodes_below
+from devlint.analysis.syntax_screen import SyntaxFacts
 from devlint.analysis.torch_api import derives_from_module, looks_like_loader
 from devlint.analysis.values import (
     UNKNOWN,
@@ -68,11 +69,11 @@ def merge(first: Optional[Env], second: Optional[Env]) -> Optional[Env]:
     if second is None:
         return first
     merged: Env = {}
-    for key in first.keys() | second.keys():
-        if key in first and key in second:
-            merged[key] = join(first[key], second[key])
-        else:
-            merged[key] = UNKNOWN
+    for key, value in first.items():
+        other = second.get(key)
+        merged[key] = value if value is other else UNKNOWN if other is None else join(value, other)
+    for key in second.keys() - first.keys():
+        merged[key] = UNKNOWN
     return merged
 
 
@@ -85,8 +86,11 @@ class DeviceFlow(CallEvaluator):
         names: ImportMap,
         text: SourceText,
         watched: Collection[type] = (),
+        facts: Optional[SyntaxFacts] = None,
     ) -> None:
         self.names = names
+        self.facts = facts
+        self._reach: dict[ast.AST, tuple[bool, bool]] = {}
         self.text = text
         self.values: dict[ast.AST, Value] = {}
         self.recording = True
@@ -104,6 +108,7 @@ class DeviceFlow(CallEvaluator):
         self._in_progress: set[FunctionNode] = set()
         # What each plain class's `__init__` leaves in `self` attributes no other method changes.
         self._class_attributes: dict[str, Env] = {}
+        self._module = module
         self._collect_definitions(module.body)
         self._bases = {name: facts.bases for name, facts in self.classes.items()}
         self._run(module)
@@ -152,7 +157,9 @@ class DeviceFlow(CallEvaluator):
             attributes.update(self._class_attributes.get(base, {}))
         init = facts.methods.get("__init__")
         if init is not None:
-            init_env = self._analyze(init, Unit(init, module_class), attributes)
+            # A plain class's `__init__` runs for what it sets; a module's, only to report.
+            unit = Unit(init, module_class)
+            init_env = self._analyze(init, unit, attributes, needed=not module_class)
             attributes = {key: value for key, value in init_env.items() if key.startswith("self.")}
         if module_class:
             attributes = {}  # a module's attributes move with it: unknown here, DEV009's concern
@@ -167,12 +174,51 @@ class DeviceFlow(CallEvaluator):
                 unit = Unit(method, module_class, forward=module_class and method_name == "forward")
                 self._analyze(method, unit, attributes)
 
-    def _analyze(self, function: FunctionNode, unit: Unit, attributes: Env) -> Env:
+    def _analyze(
+        self, function: FunctionNode, unit: Unit, attributes: Env, needed: bool = False
+    ) -> Env:
         env = dict(self.globals)
         env.update(attributes)
         self._bind_parameters(function, unit, env)
-        self.exec_block(function.body, env, unit)
+        if needed or attributes or self._may_report(function, unit):
+            self.exec_block(function.body, env, unit)
         return env
+
+    def _may_report(self, function: FunctionNode, unit: Unit) -> bool:
+        """Whether a flow rule could report in ``function``, from what its code, the module's
+        globals and the helpers it calls can place (see `syntax_screen`); True where unknown."""
+        facts = self.facts.units.get(function) if self.facts is not None else None
+        if facts is None or self.facts is None or facts.discarded_move:
+            return True
+        device, cpu = self._reachable(function)
+        script = self._reachable(self._module)
+        device = device or script[0] or unit.forward
+        cpu = cpu or script[1] or self.facts.cpu_everywhere
+        return device and (cpu or facts.numpy_call)
+
+    def _reachable(self, owner: ast.AST) -> tuple[bool, bool]:
+        """Whether the code of ``owner``, or of the helpers it calls (and they call), can put
+        a value on a device, and a tensor on the CPU."""
+        known = self._reach.get(owner)
+        if known is not None:
+            return known
+        assert self.facts is not None
+        device = cpu = False
+        seen: set[ast.AST] = set()
+        pending = [owner]
+        while pending:
+            facts = self.facts.units.get(pending.pop())
+            if facts is None:
+                device = cpu = True  # code the screen has not read: assume anything
+                break
+            device, cpu = device or facts.device_source, cpu or facts.cpu_tensor_source
+            for name in facts.called:
+                helper = self.functions.get(name)
+                if helper is not None and helper not in seen:
+                    seen.add(helper)
+                    pending.append(helper)
+        self._reach[owner] = (device, cpu)
+        return device, cpu
 
     def _bind_parameters(self, function: FunctionNode, unit: Unit, env: Env) -> None:
         params = function.args
