@@ -177,11 +177,12 @@ class DeviceFlow(CallEvaluator):
     def _analyze(
         self, function: FunctionNode, unit: Unit, attributes: Env, needed: bool = False
     ) -> Env:
+        if not (needed or attributes or self._may_report(function, unit)):
+            return {}
         env = dict(self.globals)
         env.update(attributes)
         self._bind_parameters(function, unit, env)
-        if needed or attributes or self._may_report(function, unit):
-            self.exec_block(function.body, env, unit)
+        self.exec_block(function.body, env, unit)
         return env
 
     def _may_report(self, function: FunctionNode, unit: Unit) -> bool:

@@ -68,6 +68,8 @@ def syntax_facts(tree: ast.Module, source: str) -> SyntaxFacts:
         while stack:
             node = stack.pop()
             kind = type(node)
+            if kind is ast.Name:
+                continue  # the commonest node, and a leaf
             fields = known[kind] if kind in known else child_fields(kind)
             if fields is None:
                 continue
