@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Union
 
 import libcst as cst
 
-from devlint.analysis.flow import DeviceFlow
 from devlint.analysis.guards import ConditionClassifier, GuardTracker, expects_error
 from devlint.analysis.names import ImportMap
 from devlint.analysis.scopes import ScopeTracker
 from devlint.diagnostics import Applicability
+
+# A node of LibCST's tree (most rules) or of CPython's (the device-flow rules).
+Node = Union[cst.CSTNode, ast.AST]
 
 
 @dataclass(frozen=True)
@@ -23,31 +26,31 @@ class NodeEdit:
     """
 
     content: str
-    start: cst.CSTNode
-    end: cst.CSTNode
+    start: Node
+    end: Node
     start_side: str = "start"
     end_side: str = "end"
     next_line: bool = False
 
     @classmethod
-    def replace(cls, node: cst.CSTNode, content: str) -> NodeEdit:
+    def replace(cls, node: Node, content: str) -> NodeEdit:
         return cls(content, node, node)
 
     @classmethod
-    def insert_after(cls, node: cst.CSTNode, content: str) -> NodeEdit:
+    def insert_after(cls, node: Node, content: str) -> NodeEdit:
         return cls(content, node, node, "end", "end")
 
     @classmethod
-    def insert_before(cls, node: cst.CSTNode, content: str) -> NodeEdit:
+    def insert_before(cls, node: Node, content: str) -> NodeEdit:
         return cls(content, node, node, "start", "start")
 
     @classmethod
-    def between_ends(cls, first: cst.CSTNode, last: cst.CSTNode, content: str) -> NodeEdit:
+    def between_ends(cls, first: Node, last: Node, content: str) -> NodeEdit:
         """Replace what follows ``first`` up to the end of ``last`` (a call's `.cuda()` tail)."""
         return cls(content, first, last, "end", "end")
 
     @classmethod
-    def line_after(cls, statement: cst.CSTNode, content: str) -> NodeEdit:
+    def line_after(cls, statement: Node, content: str) -> NodeEdit:
         return cls(content, statement, statement, next_line=True)
 
 
@@ -64,11 +67,11 @@ class RawFinding:
 
     code: str
     name: str
-    node: cst.CSTNode
+    node: Node
     message: str
-    statement: Optional[cst.CSTNode]
+    statement: Optional[Node]
     # Nodes whose lines the message cites: "{line0}" in the message is the first one's line.
-    cited: tuple[cst.CSTNode, ...] = ()
+    cited: tuple[Node, ...] = ()
     fix: Optional[RawFix] = None
 
 
@@ -85,19 +88,45 @@ _GUARDING_TYPES = frozenset(
 )
 
 
-class FileContext:
+class FindingCollector:
+    """The findings of one file so far, each with the simple statement it is in (where a
+    `# noqa` comment counts); none inside code a test expects to fail (`pytest.raises`)."""
+
+    def __init__(self) -> None:
+        self.findings: list[RawFinding] = []
+
+    def current_statement(self) -> Optional[Node]:
+        raise NotImplementedError
+
+    def expects_failure(self) -> bool:
+        raise NotImplementedError
+
+    def report(
+        self,
+        code: str,
+        name: str,
+        node: Node,
+        message: str,
+        cited: tuple[Node, ...] = (),
+        fix: Optional[RawFix] = None,
+    ) -> None:
+        if not self.expects_failure():
+            statement = self.current_statement()
+            self.findings.append(RawFinding(code, name, node, message, statement, cited, fix))
+
+
+class FileContext(FindingCollector):
     """Per-file state: the module, the analysis trackers, and the findings so far."""
 
     def __init__(self, path: str, module: cst.Module, source: str = "") -> None:
+        super().__init__()
         self.path = path
         self.module = module
         self.source = source
-        self._flow: Optional[DeviceFlow] = None
         self.names = ImportMap()
         self.names.add_statements(module.body)
         self.guards = GuardTracker(ConditionClassifier(self.names))
         self.scopes = ScopeTracker(self.names)
-        self.findings: list[RawFinding] = []
         self._statements: list[cst.CSTNode] = []
         # Inside `with pytest.raises(...)`: the code is meant to fail, device errors included.
         self._expected_failures: list[cst.CSTNode] = []
@@ -142,26 +171,11 @@ class FileContext:
         if type(node) in _GUARDING_TYPES:
             self.guards.leave_attribute(node, attribute)
 
-    @property
-    def flow(self) -> DeviceFlow:
-        """The device-flow facts of the file, computed on first use (only flow rules pay)."""
-        if self._flow is None:
-            self._flow = DeviceFlow(self.module, self.names, self.source)
-        return self._flow
+    def current_statement(self) -> Optional[Node]:
+        return self._statements[-1] if self._statements else None
 
-    def report(
-        self,
-        code: str,
-        name: str,
-        node: cst.CSTNode,
-        message: str,
-        cited: tuple[cst.CSTNode, ...] = (),
-        fix: Optional[RawFix] = None,
-    ) -> None:
-        if self._expected_failures:
-            return
-        statement = self._statements[-1] if self._statements else None
-        self.findings.append(RawFinding(code, name, node, message, statement, cited, fix))
+    def expects_failure(self) -> bool:
+        return bool(self._expected_failures)
 
     def source_of(self, node: cst.CSTNode, limit: int = 60) -> str:
         """The code of ``node`` on one line, shortened for messages."""

@@ -1,7 +1,13 @@
-"""One file in, findings out: decode, prefilter, parse once, one visit of every enabled rule."""
+"""One file in, findings out: decode, prefilter, parse, one visit of every enabled rule.
+
+Most rules read LibCST's tree; the device-flow rules read CPython's, which is several times
+cheaper to build and which the syntax check of every file builds anyway. Each tree is parsed at
+most once per file, and only where a rule that reads it may fire.
+"""
 
 from __future__ import annotations
 
+import ast
 import gc
 import io
 import sys
@@ -10,15 +16,16 @@ import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Optional, Union
+from typing import Any, Optional, Union, cast
 
 import libcst as cst
 from libcst.metadata import CodeRange
 
 from devlint.analysis.guards import GuardTracker
-from devlint.analysis.syntax_screen import syntax_facts
+from devlint.analysis.syntax import SourceText
+from devlint.analysis.syntax_screen import SyntaxFacts, syntax_facts
 from devlint.complexity import parse_quietly, too_complex, too_large
-from devlint.context import TRACKED_TYPES, FileContext, RawFinding, RawFix
+from devlint.context import TRACKED_TYPES, FileContext, Node, RawFinding, RawFix
 from devlint.diagnostics import (
     PARSE_ERROR_CODE,
     Edit,
@@ -28,20 +35,24 @@ from devlint.diagnostics import (
     InternalError,
     Position,
 )
+from devlint.flow_context import FlowContext, SyntaxHook
 from devlint.positions import ranges_of
-from devlint.rules import ALL_RULES, RULES_BY_CODE, Rule
+from devlint.rules import ALL_RULES, RULES_BY_CODE, FlowRule, Rule
 from devlint.suppression import Suppressions
 from devlint.traversal import Walker
 from devlint.trusted_parse import parse_module
 
 _Hook = Callable[[cst.CSTNode], None]
 _RuleHooks = dict[type, list[tuple[Rule, _Hook]]]
+_FlowHooks = dict[type, list[tuple[Rule, SyntaxHook]]]
 
 
-def _node_type(name: str) -> Optional[type]:
-    """The LibCST class a ``visit_<name>`` hook is for (LibCST dispatches on the exact class)."""
-    found = getattr(cst, name, None)
-    return found if isinstance(found, type) and issubclass(found, cst.CSTNode) else None
+def _node_type(name: str, flow: bool) -> Optional[type]:
+    """The class a ``visit_<name>`` hook is for, in LibCST or, for a flow rule, in CPython's tree
+    (both dispatch on the exact class)."""
+    found = getattr(ast if flow else cst, name, None)
+    base = ast.AST if flow else cst.CSTNode
+    return found if isinstance(found, type) and issubclass(found, base) else None
 
 
 class RuleSet:
@@ -55,34 +66,46 @@ class RuleSet:
         ]
         self._visit: _RuleHooks = {}
         self._leave: _RuleHooks = {}
+        self._flow_visit: _FlowHooks = {}
         for rule in self.rules:
+            flow = isinstance(rule, FlowRule)
             for attribute in sorted(dir(type(rule))):
                 prefix, _, name = attribute.partition("_")
-                node_type = _node_type(name) if prefix in ("visit", "leave") else None
+                node_type = _node_type(name, flow) if prefix in ("visit", "leave") else None
                 if node_type is None:
                     continue
-                table = self._visit if prefix == "visit" else self._leave
+                assert not (flow and prefix == "leave"), "flow rules have visit hooks only"
+                table: dict[type, list[tuple[Rule, Any]]] = (
+                    self._flow_visit if flow else self._visit if prefix == "visit" else self._leave
+                )
                 table.setdefault(node_type, []).append((rule, getattr(rule, attribute)))
 
     def active(self, source: str) -> list[Rule]:
         """The rules whose cheap text test says they can fire on this source."""
         return [rule for rule in self.rules if rule.may_fire(source)]
 
-    def screen(self, active: list[Rule], source: str) -> Optional[list[Rule]]:
-        """The ``active`` rules that CPython's tree of the source leaves, where every one of them
-        can be screened so; None where they cannot, or where CPython cannot parse the source."""
-        if not active or not all(rule.screens_syntax for rule in active):
-            return None
-        try:
-            tree = parse_quietly(source)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return None  # LibCST knows newer grammar than the running CPython: it decides
-        facts = syntax_facts(tree, source)
-        return [rule for rule in active if rule.may_fire_in(facts)]
-
     def may_fire(self, source: str) -> bool:
         """Cheap text test: can any enabled rule fire on this source at all?"""
         return any(rule.may_fire(source) for rule in self.rules)
+
+    def screen(self, tree: ast.Module, source: str) -> Optional[SyntaxFacts]:
+        """The structural facts that let the flow rules skip files and functions where they
+        cannot fire; None runs them everywhere."""
+        return syntax_facts(tree, source)
+
+    def flow_hooks(
+        self, context: FlowContext, active: Sequence[FlowRule], errors: list[InternalError]
+    ) -> dict[type, list[SyntaxHook]]:
+        """The active flow rules' hooks, by node class of CPython's tree, each guarded."""
+        for rule in active:
+            rule.begin_analysis(context)
+        broken: set[str] = set()
+        crashed = _crash_recorder(context.path, broken, errors)
+        visit = _hooks_of(self._flow_visit, active)
+        return {
+            node_type: [_chain(None, hooks, None, broken, crashed)]
+            for node_type, hooks in visit.items()
+        }
 
     def walker(
         self, context: FileContext, active: Sequence[Rule], errors: list[InternalError]
@@ -91,21 +114,8 @@ class RuleSet:
         for rule in active:
             rule.begin_file(context)
         broken: set[str] = set()
-        chosen = set(map(id, active))
-
-        def crashed(rule: Rule, error: Exception) -> None:
-            # A crash in one rule disables that rule for this file; the others go on.
-            broken.add(rule.code)
-            errors.append(InternalError(context.path, f"{rule.code} crashed: {_describe(error)}"))
-
-        def hooks_of(table: _RuleHooks) -> dict[type, list[tuple[Rule, _Hook]]]:
-            picked = {
-                node_type: [(rule, hook) for rule, hook in hooks if id(rule) in chosen]
-                for node_type, hooks in table.items()
-            }
-            return {node_type: hooks for node_type, hooks in picked.items() if hooks}
-
-        visit, leave = hooks_of(self._visit), hooks_of(self._leave)
+        crashed = _crash_recorder(context.path, broken, errors)
+        visit, leave = _hooks_of(self._visit, active), _hooks_of(self._leave, active)
         enter_hooks: dict[type, _Hook] = {}
         leave_hooks: dict[type, _Hook] = {}
         # The analysis sees a node before the rules do, and leaves it after them.
@@ -130,20 +140,43 @@ class RuleSet:
         return Walker(enter_hooks, leave_hooks, attributes)
 
 
+def _hooks_of(
+    table: dict[type, list[tuple[Rule, Any]]], active: Sequence[Rule]
+) -> dict[type, list[tuple[Rule, Any]]]:
+    """The hooks of the ``active`` rules only."""
+    chosen = set(map(id, active))
+    picked = {
+        node_type: [(rule, hook) for rule, hook in hooks if id(rule) in chosen]
+        for node_type, hooks in table.items()
+    }
+    return {node_type: hooks for node_type, hooks in picked.items() if hooks}
+
+
+def _crash_recorder(
+    path: str, broken: set[str], errors: list[InternalError]
+) -> Callable[[Rule, Exception], None]:
+    def crashed(rule: Rule, error: Exception) -> None:
+        # A crash in one rule disables that rule for this file; the others go on.
+        broken.add(rule.code)
+        errors.append(InternalError(path, f"{rule.code} crashed: {_describe(error)}"))
+
+    return crashed
+
+
 def _chain(
     before: Optional[_Hook],
-    hooks: list[tuple[Rule, _Hook]],
+    hooks: list[tuple[Rule, Any]],
     after: Optional[_Hook],
     broken: set[str],
     crashed: Callable[[Rule, Exception], None],
-) -> _Hook:
+) -> Any:
     """The analysis update and the rules' hooks for one node type, as one call."""
     if not hooks:
         only = before or after
         assert only is not None
         return only
 
-    def run(node: cst.CSTNode) -> None:
+    def run(node: Any) -> None:
         if before is not None:
             before(node)
         for rule, hook in hooks:
@@ -215,8 +248,16 @@ def _parse(source: str) -> Union[cst.Module, Unreadable]:
         return Unreadable(f"cannot parse: {' '.join(str(error).split())[:200]}")
 
 
+def _syntax_tree(source: str) -> Optional[ast.Module]:
+    """CPython's tree of the source; None where CPython cannot parse it."""
+    try:
+        return parse_quietly(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
 def _check_syntax(source: str) -> Optional[Unreadable]:
-    """Syntax check for files no rule needs to parse: CPython's parser, cheaper than LibCST's."""
+    """CPython's verdict on a source LibCST rejects: it names the problem and its place better."""
     try:
         parse_quietly(source)
     except SyntaxError as error:
@@ -266,24 +307,30 @@ def _lint_source(path: str, data: bytes, rules: RuleSet) -> FileResult:
     source = decode(data)
     if isinstance(source, Unreadable):
         return unreadable_result(path, source, rules)
-    located: list[tuple[Finding, tuple[int, ...]]] = []
     active = rules.active(source)
-    screened = rules.screen(active, source)
-    if screened is not None and not screened:
-        return result  # CPython parsed it, and no rule can fire: nothing to report
-    active = screened or active
-    if not active:
-        # LibCST knows newer grammar than the running CPython: it decides when CPython objects.
-        if _check_syntax(source) is not None:
-            module = _parse(source)
-            if isinstance(module, Unreadable):
-                located.append((_parse_error_finding(path, module), (module.row,)))
-    else:
+    flow_rules = [rule for rule in active if isinstance(rule, FlowRule)]
+    libcst_rules = [rule for rule in active if not isinstance(rule, FlowRule)]
+    # CPython's tree serves the flow rules, and the syntax check of files no other rule parses.
+    syntax_tree = _syntax_tree(source) if flow_rules or not libcst_rules else None
+    facts = rules.screen(syntax_tree, source) if syntax_tree is not None and flow_rules else None
+    if facts is not None:
+        flow_rules = [rule for rule in flow_rules if rule.may_fire_in(facts)]
+    located: list[tuple[Finding, tuple[int, ...]]] = []
+    if libcst_rules or syntax_tree is None:
+        # LibCST parses what the other rules read, and decides where CPython objects (it may
+        # know newer grammar than the running CPython).
         module = _parse(source)
         if isinstance(module, Unreadable):
             located.append((_parse_error_finding(path, module), (module.row,)))
-        else:
-            located = _run_rules(path, module, source, rules, active, result.errors)
+            flow_rules = []
+        elif libcst_rules:
+            located = _run_rules(
+                path, module, source, rules, libcst_rules, result.errors, syntax_tree
+            )
+    if syntax_tree is not None and flow_rules:
+        located += _run_flow_rules(
+            path, syntax_tree, facts, source, rules, flow_rules, result.errors
+        )
     if located:
         suppressions = Suppressions.scan(source)
         result.findings = sorted(
@@ -319,15 +366,18 @@ def _run_rules(
     rules: RuleSet,
     active: Sequence[Rule],
     errors: list[InternalError],
+    syntax_tree: Optional[ast.Module],
 ) -> list[tuple[Finding, tuple[int, ...]]]:
-    """Findings of the ``active`` rules, each with the rows where a `# noqa` comment silences it."""
+    """Findings of the ``active`` rules, each with the rows where a `# noqa` comment silences it
+    (``syntax_tree``: CPython's parse of the source, where there is one already)."""
     context = FileContext(path, module, source)
     try:
         with _deep_recursion():
             rules.walker(context, active, errors).walk(module)
             if not context.findings:
                 return []
-            ranges = ranges_of(module, source, _nodes_of(context.findings))
+            wanted = [node for node in _nodes_of(context.findings) if isinstance(node, cst.CSTNode)]
+            ranges = cast(Mapping[Node, CodeRange], ranges_of(module, source, wanted, syntax_tree))
     except RecursionError:
         errors.append(InternalError(path, "expressions nested too deeply to analyse"))
         return []
@@ -337,9 +387,38 @@ def _run_rules(
     return [_locate(path, raw, ranges) for raw in context.findings]
 
 
-def _nodes_of(findings: Sequence[RawFinding]) -> set[cst.CSTNode]:
+def _run_flow_rules(
+    path: str,
+    tree: ast.Module,
+    facts: Optional[SyntaxFacts],
+    source: str,
+    rules: RuleSet,
+    active: Sequence[FlowRule],
+    errors: list[InternalError],
+) -> list[tuple[Finding, tuple[int, ...]]]:
+    """Findings of the device-flow rules, which read CPython's tree."""
+    text = SourceText(source)
+    context = FlowContext(path, tree, text, facts)
+    try:
+        with _deep_recursion():
+            context.run(rules.flow_hooks(context, active, errors))
+    except RecursionError:
+        errors.append(InternalError(path, "expressions nested too deeply to analyse"))
+        return []
+    finally:
+        for rule in active:
+            rule.end_file()
+    ranges: dict[Node, CodeRange] = {
+        node: text.range_of(node)
+        for node in _nodes_of(context.findings)
+        if isinstance(node, ast.AST)
+    }
+    return [_locate(path, raw, ranges) for raw in context.findings]
+
+
+def _nodes_of(findings: Sequence[RawFinding]) -> set[Node]:
     """Every node whose position the findings need."""
-    nodes: set[cst.CSTNode] = set()
+    nodes: set[Node] = set()
     for raw in findings:
         nodes.add(raw.node)
         nodes.update(raw.cited)
@@ -350,7 +429,7 @@ def _nodes_of(findings: Sequence[RawFinding]) -> set[cst.CSTNode]:
     return nodes
 
 
-def _locate_fix(fix: RawFix, ranges: Mapping[cst.CSTNode, CodeRange]) -> Fix:
+def _locate_fix(fix: RawFix, ranges: Mapping[Node, CodeRange]) -> Fix:
     edits: list[Edit] = []
     for edit in fix.edits:
         if edit.next_line:
@@ -371,7 +450,7 @@ def _locate_fix(fix: RawFix, ranges: Mapping[cst.CSTNode, CodeRange]) -> Fix:
 
 
 def _locate(
-    path: str, raw: RawFinding, ranges: Mapping[cst.CSTNode, CodeRange]
+    path: str, raw: RawFinding, ranges: Mapping[Node, CodeRange]
 ) -> tuple[Finding, tuple[int, ...]]:
     where = ranges[raw.node]
     statement = ranges[raw.statement] if raw.statement is not None else where

@@ -33,10 +33,16 @@ def every_range(module: cst.Module) -> Ranges:
         return wrapper.resolve(PositionProvider)
 
 
-def ranges_of(module: cst.Module, source: str, wanted: Collection[cst.CSTNode]) -> Ranges:
-    """The ranges of the ``wanted`` nodes (and perhaps others), as `every_range` gives them."""
+def ranges_of(
+    module: cst.Module,
+    source: str,
+    wanted: Collection[cst.CSTNode],
+    syntax_tree: Optional[ast.Module] = None,
+) -> Ranges:
+    """The ranges of the ``wanted`` nodes (and perhaps others), as `every_range` gives them;
+    ``syntax_tree`` is CPython's parse of the source, where the caller has one."""
     homes = _statements_holding(module, wanted)
-    spans = _spans(module, source) if homes is not None else None
+    spans = _spans(module, source, syntax_tree) if homes is not None else None
     if homes is None or spans is None:
         return every_range(module)  # a node outside the statements, or grammar CPython lacks
     ranges: dict[cst.CSTNode, CodeRange] = {}
@@ -81,11 +87,13 @@ def _statements_holding(
     return None
 
 
-def _spans(module: cst.Module, source: str) -> Optional[list[_Span]]:
+def _spans(
+    module: cst.Module, source: str, syntax_tree: Optional[ast.Module]
+) -> Optional[list[_Span]]:
     """Each top-level statement's span, from CPython's parse; None where CPython cannot parse
     the source or its statements do not line up with LibCST's."""
     try:
-        body = parse_quietly(source).body
+        body = (syntax_tree or parse_quietly(source)).body
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     spans: list[_Span] = []

@@ -755,3 +755,20 @@ def test_a_cgroup_that_stays_behind_is_warned_about(
     with confine.pids_group(8) as group:
         assert group is not None
     assert f"could not remove the cgroup {group.folder}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("written", ["", '{"entry": {"kind": "script"', "[]", '{"status": 1}'])
+def test_a_report_cut_short_or_malformed_reads_as_none(tmp_path: Path, written: str) -> None:
+    # The parent stops a refused run at once, perhaps while the child writes its report.
+    result = tmp_path / "result.json"
+    result.write_text(written, encoding="utf-8")
+    assert RunOutcome.read(result) is None
+    assert RunOutcome.read(tmp_path / "absent.json") is None
+
+
+def test_a_report_is_written_whole(tmp_path: Path) -> None:
+    result = tmp_path / "result.json"
+    outcome = RunOutcome(Entry("script", "train.py"), CPU_HOST, COMPLETED, notes=["a note"])
+    outcome.write(result)
+    assert RunOutcome.read(result) == outcome
+    assert [path.name for path in tmp_path.iterdir()] == ["result.json"]

@@ -8,15 +8,17 @@ from pathlib import Path
 
 import pytest
 
+from devlint.analysis.syntax import SourceText
 from devlint.analysis.syntax_screen import SyntaxFacts, syntax_facts
 from devlint.config import ALL_CODES
 from devlint.engine import RuleSet, lint_source
-from devlint.rules import ALL_RULES, RULES_BY_CODE, Rule
+from devlint.flow_context import FlowContext
+from devlint.rules import ALL_RULES, RULES_BY_CODE, FlowRule, Rule
 
 from .helpers import lint_snippet
 from .test_flow_patterns import BUGGY, HEADER
 
-SCREENING_RULES = [rule for rule in ALL_RULES if rule.screens_syntax]
+SCREENING_RULES = [rule for rule in ALL_RULES if issubclass(rule, FlowRule)]
 
 
 def facts_of(source: str) -> SyntaxFacts:
@@ -24,7 +26,8 @@ def facts_of(source: str) -> SyntaxFacts:
 
 
 def test_the_device_flow_rules_screen_and_the_core_rules_do_not() -> None:
-    assert {rule.code for rule in SCREENING_RULES} == {"DEV004", "DEV005", "DEV006", "DEV007"}
+    flow_rules = {"DEV004", "DEV005", "DEV006", "DEV007", "DEV009"}
+    assert {rule.code for rule in SCREENING_RULES} == flow_rules
 
 
 @pytest.mark.parametrize("rule", SCREENING_RULES, ids=lambda rule: rule.code)
@@ -81,21 +84,21 @@ def test_model_code_with_factory_keywords_is_not_parsed_for_the_flow_rules() -> 
         "        self.scale = nn.Parameter(torch.ones(dim, **dd))\n"
         "    def forward(self, x):\n        return x * self.scale\n"
     )
-    flow = [rule for rule in RuleSet(ALL_CODES).active(source) if rule.screens_syntax]
+    rules = RuleSet(ALL_CODES)
+    flow = [rule for rule in rules.active(source) if isinstance(rule, FlowRule)]
     assert flow, "the text tests admit it"
-    assert RuleSet(ALL_CODES).screen(flow, source) == []
+    facts = rules.screen(ast.parse(source), source)
+    assert facts is not None and not any(rule.may_fire_in(facts) for rule in flow)
 
 
 def test_a_file_cpython_cannot_parse_is_left_to_libcst() -> None:
-    rules = RuleSet(ALL_CODES)
     source = "import torch\nx = torch.zeros(3).to(d)\nx.cpu(\n"
-    assert rules.screen(rules.active(source), source) is None
-    assert [f.code for f in lint_snippet(source, {"DEV000"})] == ["DEV000"]
+    assert [f.code for f in lint_snippet(source, {"DEV000", "DEV004"})] == ["DEV000"]
 
 
 class _Unscreened(RuleSet):
-    def screen(self, active: list[Rule], source: str) -> None:
-        return None
+    def screen(self, tree: ast.Module, source: str) -> None:
+        return None  # every file and every function analysed
 
 
 def _torch_sample(count: int) -> list[Path]:
@@ -113,3 +116,55 @@ def test_pytorch_source_gives_the_same_findings_with_and_without_the_screen() ->
         data = path.read_bytes()
         expected = lint_source(str(path), data, unscreened).findings
         assert lint_source(str(path), data, screened).findings == expected, path
+
+
+def _examples() -> list[str]:
+    snippets = [HEADER + code for code, _ in BUGGY.values()]
+    for rule in SCREENING_RULES:
+        snippets.extend(example.code for example in rule.INVALID)
+        snippets.extend(rule.VALID)
+    return snippets
+
+
+def test_every_example_gives_the_same_findings_with_and_without_the_screen() -> None:
+    # The screen skips files and functions; the examples reach them through globals, helpers,
+    # `__init__` attributes and `forward`.
+    screened, unscreened = RuleSet(ALL_CODES), _Unscreened(ALL_CODES)
+    for snippet in _examples():
+        data = snippet.encode()
+        expected = lint_source("example.py", data, unscreened).findings
+        assert lint_source("example.py", data, screened).findings == expected, snippet
+
+
+@pytest.mark.parametrize(
+    ("source", "reported"),
+    [
+        # The device comes from a global, the CPU tensor from the function.
+        (
+            "import torch\nmodel = torch.nn.Linear(3, 3).to('cuda')\n"
+            "def f():\n    return model(torch.zeros(3, 3))\n",
+            True,
+        ),
+        # The device comes from a helper the function calls.
+        (
+            "import torch\ndef moved():\n    return torch.ones(3).cuda()\n"
+            "def f():\n    return moved() + torch.zeros(3)\n",
+            True,
+        ),
+        # Nothing in reach puts anything on a device: the function is not analysed.
+        (
+            "import torch\ndef moved():\n    return torch.ones(3)\n"
+            "def f():\n    return moved() + torch.zeros(3)\n",
+            False,
+        ),
+    ],
+)
+def test_functions_are_analysed_where_a_rule_could_report(source: str, reported: bool) -> None:
+    tree = ast.parse(source)
+    facts = syntax_facts(tree, source)
+    context = FlowContext("a.py", tree, SourceText(source), facts)
+    context.run({ast.BinOp: [lambda node: None], ast.Call: [lambda node: None]})
+    function = tree.body[-1]
+    assert isinstance(function, ast.FunctionDef)
+    analysed = any(statement is function.body[0] for _, statement in context.flow.visits)
+    assert analysed == reported

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Optional, Union
 
-import libcst as cst
-
-from devlint.analysis.devices import argument, cuda_literal, string_value
-from devlint.analysis.names import ImportMap, dotted_name
+from devlint.analysis.names import ImportMap
+from devlint.analysis.syntax import (
+    SourceText,
+    argument,
+    call_arguments,
+    cuda_literal,
+    dotted_name,
+    has_arguments,
+    keyword_value,
+    string_value,
+)
 from devlint.analysis.torch_api import (
     COMBINING_FUNCTIONS,
     DEVICE_MOVES,
@@ -42,7 +50,6 @@ from devlint.analysis.values import (
     cpu_loader,
     join,
 )
-from devlint.traversal import child_nodes
 
 if TYPE_CHECKING:
     from devlint.analysis.flow import Env, FunctionNode, Unit
@@ -58,13 +65,6 @@ _TEXT_KEY = re.compile(
 )
 
 
-def _source(node: cst.CSTNode) -> str:
-    if getattr(node, "lpar", None):
-        node = node.with_changes(lpar=(), rpar=())
-    text = " ".join(cst.Module(body=()).code_for_node(node).split())
-    return text if len(text) <= 50 else text[:47] + "..."
-
-
 def _operands(arguments: Sequence[Value]) -> list[Value]:
     """Tensor operands of a torch function: the elements of `torch.cat([a, b])` count one by one."""
     operands: list[Value] = []
@@ -76,60 +76,83 @@ def _operands(arguments: Sequence[Value]) -> list[Value]:
     return operands
 
 
-def _is_list_literal(node: cst.BaseExpression) -> bool:
-    return isinstance(node, (cst.List, cst.Tuple, cst.ListComp))
+def _is_list_literal(node: ast.expr) -> bool:
+    return isinstance(node, (ast.List, ast.Tuple, ast.ListComp))
 
 
 class CallEvaluator:
     """Evaluates expressions; :class:`~devlint.analysis.flow.DeviceFlow` runs the statements."""
 
     names: ImportMap
-    values: dict[cst.CSTNode, Value]
+    text: SourceText
+    values: dict[ast.AST, Value]
     recording: bool
     default_device_changed: bool
     functions: dict[str, FunctionNode]
+    # Nodes of these classes are logged in `visits` as they are evaluated, with the simple
+    # statement they are in: the flow rules check those, rather than walk the tree again.
+    watched: frozenset[type]
+    visits: list[tuple[ast.AST, Optional[ast.stmt]]]
+    statement: Optional[ast.stmt]
+    expecting_failure: int  # inside `with pytest.raises(...)`: nothing there is logged
 
-    def is_module_class(self, name: str, seen: Optional[set[str]] = None) -> bool:
+    def is_module_class(self, name: str) -> bool:
         raise NotImplementedError
 
     def summary(self, function: FunctionNode) -> Value:
         raise NotImplementedError
 
-    def bind(self, target: cst.BaseExpression, value: Value, env: Env, unit: Unit) -> None:
+    def bind(self, target: ast.expr, value: Value, env: Env, unit: Unit) -> None:
         raise NotImplementedError
+
+    def _source(self, node: ast.AST) -> str:
+        return self.text.code_of(node, limit=50)
 
     # -- dispatch ----------------------------------------------------------------------
 
-    def eval(self, node: cst.BaseExpression, env: Env, unit: Unit) -> Value:
-        evaluate = _EVALUATORS.get(type(node))
+    def eval(self, node: ast.expr, env: Env, unit: Unit) -> Value:
+        kind = type(node)
+        if kind is ast.Call:
+            return self.eval_call(node, env, unit, bare=False)  # type: ignore[arg-type]
+        evaluate = _EVALUATORS.get(kind)
         value = (
             evaluate(self, node, env, unit)
             if evaluate is not None
             else self._children(node, env, unit)
         )
-        if value is not UNKNOWN and self.recording:
-            self.values[node] = value
+        if self.recording:
+            if value is not UNKNOWN:
+                self.values[node] = value
+            if kind in self.watched:
+                self.visited(node)
         return value
 
-    def _children(self, node: cst.CSTNode, env: Env, unit: Unit) -> Value:
-        for child in child_nodes(node):
-            if isinstance(child, cst.BaseExpression) and not isinstance(child, cst.Lambda):
-                self.eval(child, env, unit)
-            elif not isinstance(child, cst.Lambda):
-                self._children(child, env, unit)
+    def visited(self, node: ast.AST) -> None:
+        if type(node) in self.watched and self.recording and not self.expecting_failure:
+            self.visits.append((node, self.statement))
+
+    def _children(self, node: ast.AST, env: Env, unit: Unit) -> Value:
+        for field in node._fields:
+            value = getattr(node, field, None)
+            for child in value if type(value) is list else (value,):
+                if isinstance(child, ast.expr):
+                    if type(child) is not ast.Lambda:
+                        self.eval(child, env, unit)
+                elif isinstance(child, ast.AST) and not isinstance(child, ast.expr_context):
+                    self._children(child, env, unit)
         return UNKNOWN
 
     # -- simple expressions --------------------------------------------------------------
 
-    def _name(self, node: cst.Name, env: Env, unit: Unit) -> Value:
-        return env.get(node.value, UNKNOWN)
+    def _name(self, node: ast.Name, env: Env, unit: Unit) -> Value:
+        return env.get(node.id, UNKNOWN)
 
-    def _attribute(self, node: cst.Attribute, env: Env, unit: Unit) -> Value:
+    def _attribute(self, node: ast.Attribute, env: Env, unit: Unit) -> Value:
         dotted = dotted_name(node)
         if dotted is not None and dotted in env:
             return env[dotted]
         base = self.eval(node.value, env, unit)
-        attribute = node.attr.value
+        attribute = node.attr
         if base.kind is Kind.TENSOR and attribute in _TENSOR_ATTRIBUTES:
             return Value(Kind.TENSOR, base.placement, scalar=base.scalar)
         if attribute == "device" and base.where is not Where.UNKNOWN and base.kind is Kind.TENSOR:
@@ -140,71 +163,72 @@ class CallEvaluator:
             return cpu_loader(f"from the data loader `{dotted}`", node)
         return UNKNOWN
 
-    def _string(self, node: cst.SimpleString, env: Env, unit: Unit) -> Value:
-        if "\\" not in node.value and "cpu" not in node.value and "cuda" not in node.value:
-            return UNKNOWN  # no device name in it: no need to evaluate the literal
-        value = string_value(node)
+    def _constant(self, node: ast.Constant, env: Env, unit: Unit) -> Value:
+        value = node.value
+        kind = type(value)
+        if kind is int or kind is float or kind is complex:
+            return SCALAR
+        if kind is not str:
+            return UNKNOWN  # None, True, bytes, ...
         if value == "cpu":
             return Value(Kind.DEVICE_OBJECT, Placement(Where.CPU))
-        if value is not None and cuda_literal(node) is not None:
-            return Value(Kind.DEVICE_OBJECT, Placement(Where.DEVICE, value))
+        written = cuda_literal(node)
+        if written is not None:
+            return Value(Kind.DEVICE_OBJECT, Placement(Where.DEVICE, written))
         return UNKNOWN
 
-    def _number(self, node: cst.BaseExpression, env: Env, unit: Unit) -> Value:
-        return SCALAR
-
-    def _binary(self, node: cst.BinaryOperation, env: Env, unit: Unit) -> Value:
+    def _binary(self, node: ast.BinOp, env: Env, unit: Unit) -> Value:
         return combine([self.eval(node.left, env, unit), self.eval(node.right, env, unit)])
 
-    def _unary(self, node: cst.UnaryOperation, env: Env, unit: Unit) -> Value:
-        operand = self.eval(node.expression, env, unit)
-        return UNKNOWN if isinstance(node.operator, cst.Not) else operand
+    def _unary(self, node: ast.UnaryOp, env: Env, unit: Unit) -> Value:
+        operand = self.eval(node.operand, env, unit)
+        return UNKNOWN if isinstance(node.op, ast.Not) else operand
 
-    def _comparison(self, node: cst.Comparison, env: Env, unit: Unit) -> Value:
+    def _comparison(self, node: ast.Compare, env: Env, unit: Unit) -> Value:
         operands = [self.eval(node.left, env, unit)]
-        operands.extend(self.eval(target.comparator, env, unit) for target in node.comparisons)
+        operands.extend(self.eval(comparator, env, unit) for comparator in node.comparators)
         if any(operand.kind is Kind.TENSOR for operand in operands):
             return combine(operands)
         return UNKNOWN
 
-    def _if_expression(self, node: cst.IfExp, env: Env, unit: Unit) -> Value:
+    def _if_expression(self, node: ast.IfExp, env: Env, unit: Unit) -> Value:
         self.eval(node.test, env, unit)
         return join(self.eval(node.body, env, unit), self.eval(node.orelse, env, unit))
 
-    def _sequence(self, node: cst.BaseExpression, env: Env, unit: Unit) -> Value:
+    def _sequence(self, node: ast.Tuple, env: Env, unit: Unit) -> Value:
         elements = tuple(
-            self.eval(element.value, env, unit)
-            for element in node.elements  # type: ignore[attr-defined]
+            self.eval(element.value if type(element) is ast.Starred else element, env, unit)
+            for element in node.elts
         )
-        if any(isinstance(e, cst.StarredElement) for e in node.elements):  # type: ignore[attr-defined]
+        if any(type(element) is ast.Starred for element in node.elts):
             return UNKNOWN
         return Value(Kind.SEQUENCE, elements=elements)
 
-    def _dict(self, node: cst.Dict, env: Env, unit: Unit) -> Value:
+    def _dict(self, node: ast.Dict, env: Env, unit: Unit) -> Value:
         held: list[Value] = []
-        for element in node.elements:
-            if isinstance(element, cst.DictElement):
-                self.eval(element.key, env, unit)
-            held.append(self.eval(element.value, env, unit))
+        for key, element in zip(node.keys, node.values):
+            if key is not None:
+                self.eval(key, env, unit)
+            held.append(self.eval(element, env, unit))
         if held and all(value.kind is Kind.TENSOR for value in held):
             first = held[0]
             if all(first.placement.same_place(value.placement) for value in held[1:]):
                 return Value(Kind.BATCH, first.placement)
         return UNKNOWN
 
-    def _subscript(self, node: cst.Subscript, env: Env, unit: Unit) -> Value:
+    def _subscript(self, node: ast.Subscript, env: Env, unit: Unit) -> Value:
         container = self.eval(node.value, env, unit)
         slices_only = True
         index: Optional[int] = None
-        for element in node.slice:
-            inner = element.slice
-            if isinstance(inner, cst.Index):
-                slices_only = False
-                self.eval(inner.value, env, unit)
-                if isinstance(inner.value, cst.Integer):
-                    index = int(inner.value.value, 0)
-            else:
+        for inner in _subscript_elements(node):
+            if type(inner) is ast.Slice:
                 self._children(inner, env, unit)
+            else:
+                slices_only = False
+                self.eval(inner, env, unit)
+                number = inner.value if type(inner) is ast.Constant else None
+                if type(number) is int:
+                    index = number
         if container.kind is Kind.BATCH:
             key = _single_string_key(node)
             if key is not None and _TEXT_KEY.search(key.lower()):
@@ -223,37 +247,38 @@ class CallEvaluator:
             return container.elements[index]
         return UNKNOWN
 
-    def _comprehension(self, node: cst.BaseExpression, env: Env, unit: Unit) -> Value:
+    def _comprehension(
+        self,
+        node: Union[ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp],
+        env: Env,
+        unit: Unit,
+    ) -> Value:
         inner_env = dict(env)
-        clause: Optional[cst.CompFor] = node.for_in  # type: ignore[attr-defined]
-        while clause is not None:
+        for clause in node.generators:
             iterable = self.eval(clause.iter, inner_env, unit)
             self.bind(clause.target, iterable.item or UNKNOWN, inner_env, unit)
             for condition in clause.ifs:
-                self.eval(condition.test, inner_env, unit)
-            clause = clause.inner_for_in
-        if isinstance(node, cst.DictComp):
+                self.eval(condition, inner_env, unit)
+        if isinstance(node, ast.DictComp):
             self.eval(node.key, inner_env, unit)
             element = self.eval(node.value, inner_env, unit)
             if element.kind is Kind.TENSOR:
                 return Value(Kind.BATCH, element.placement)
             return UNKNOWN
-        element = self.eval(node.elt, inner_env, unit)  # type: ignore[attr-defined]
+        element = self.eval(node.elt, inner_env, unit)
         return Value(Kind.SEQUENCE, item=element) if element is not UNKNOWN else UNKNOWN
 
-    def _named(self, node: cst.NamedExpr, env: Env, unit: Unit) -> Value:
+    def _named(self, node: ast.NamedExpr, env: Env, unit: Unit) -> Value:
         value = self.eval(node.value, env, unit)
         self.bind(node.target, value, env, unit)
         return value
 
-    def _lambda(self, node: cst.Lambda, env: Env, unit: Unit) -> Value:
+    def _lambda(self, node: ast.Lambda, env: Env, unit: Unit) -> Value:
         return UNKNOWN
 
     # -- devices ---------------------------------------------------------------------------
 
-    def device_placement(
-        self, node: cst.BaseExpression, env: Env, unit: Unit, verb: str
-    ) -> Placement:
+    def device_placement(self, node: ast.expr, env: Env, unit: Unit, verb: str) -> Placement:
         """Where `.to(node)` or `device=node` puts a tensor; a device variable is a device."""
         value = self.values.get(node) or self.eval(node, env, unit)
         if value.where is Where.CPU and value.kind in (Kind.DEVICE_OBJECT, Kind.TENSOR):
@@ -262,35 +287,32 @@ class CallEvaluator:
             return value.placement  # `x.to(y)`: where `y` is
         if value.where is Where.INPUT:
             return Placement(Where.INPUT, evidence=f"{verb} the input's device", origin=node)
-        if isinstance(node, cst.Name) and node.value == "None":
+        if type(node) is ast.Constant and node.value is None:
             return Placement(Where.UNKNOWN)
-        shown = dotted_name(node) or value.placement.device or _source(node)
+        shown = dotted_name(node) or value.placement.device or self._source(node)
         if "cpu" in shown.lower():
             return Placement(Where.UNKNOWN)  # `self._cpu_device`: named for the CPU, so no GPU
         return Placement(Where.DEVICE, shown, f"{verb} `{shown}`", node)
 
-    def _moved(self, node: cst.Call, method: str, env: Env, unit: Unit) -> Optional[Placement]:
+    def _moved(self, node: ast.Call, method: str, env: Env, unit: Unit) -> Optional[Placement]:
         """The placement a `.to`/`.cuda`/`.cpu` call moves to; None when `.to` keeps the device."""
         if method == "cpu":
             return Placement(Where.CPU, evidence="moved to the CPU with `.cpu()`", origin=node)
         if method == "cuda":
             index = argument(node, 0, "device")
-            device = "cuda" if index is None else f"cuda:{_source(index.value)}"
+            device = "cuda" if index is None else f"cuda:{self._source(index)}"
             return Placement(Where.DEVICE, device, f"moved with `.cuda()` to `{device}`", node)
         target = argument(node, 0, "device")
         if target is None or converts_dtype(node, self.names):
             return None
-        return self.device_placement(target.value, env, unit, "moved to")
+        return self.device_placement(target, env, unit, "moved to")
 
     # -- calls ----------------------------------------------------------------------------------
 
-    def _call(self, node: cst.Call, env: Env, unit: Unit) -> Value:
-        return self.eval_call(node, env, unit, bare=False)
-
-    def eval_call(self, node: cst.Call, env: Env, unit: Unit, bare: bool) -> Value:
+    def eval_call(self, node: ast.Call, env: Env, unit: Unit, bare: bool) -> Value:
         func = node.func
-        qualified = self.names.qualified_name(func)
         dotted = dotted_name(func)
+        qualified = self.names.resolve(dotted)
         value: Value
         if qualified is not None:
             arguments = self._arguments(node, env, unit)
@@ -300,35 +322,31 @@ class CallEvaluator:
             if callee is not UNKNOWN and self.recording:
                 self.values[func] = callee
             value = self._call_value(node, callee, self._arguments(node, env, unit))
-        elif isinstance(func, cst.Attribute):
+        elif isinstance(func, ast.Attribute):
             receiver = self.eval(func.value, env, unit)
             arguments = self._arguments(node, env, unit)
             value = self._method(node, func, receiver, arguments, env, unit, bare)
-        elif isinstance(func, cst.Name):
-            value = self._local_call(node, func.value, self._arguments(node, env, unit))
+        elif isinstance(func, ast.Name):
+            value = self._local_call(node, func.id, self._arguments(node, env, unit))
         else:
             self.eval(func, env, unit)
             self._arguments(node, env, unit)
             value = UNKNOWN
-        if value is not UNKNOWN and self.recording:
-            self.values[node] = value
+        if self.recording:
+            if value is not UNKNOWN:
+                self.values[node] = value
+            self.visited(node)
         return value
 
-    def _arguments(self, node: cst.Call, env: Env, unit: Unit) -> list[Value]:
-        return [self.eval(arg.value, env, unit) for arg in node.args]
-
-    def _keyword(self, node: cst.Call, name: str) -> Optional[cst.Arg]:
-        for arg in node.args:
-            if arg.keyword is not None and arg.keyword.value == name:
-                return arg
-        return None
+    def _arguments(self, node: ast.Call, env: Env, unit: Unit) -> list[Value]:
+        return [self.eval(value, env, unit) for value in call_arguments(node)]
 
     def _created(
-        self, node: cst.Call, qualified: str, env: Env, unit: Unit, inherit: Optional[Value]
+        self, node: ast.Call, qualified: str, env: Env, unit: Unit, inherit: Optional[Value]
     ) -> Value:
-        device = self._keyword(node, "device")
+        device = keyword_value(node, "device")
         if device is not None:
-            placement = self.device_placement(device.value, env, unit, "created on")
+            placement = self.device_placement(device, env, unit, "created on")
         elif inherit is not None:
             placement = inherit.placement
         elif self.default_device_changed or unit.default_device_changed:
@@ -336,13 +354,14 @@ class CallEvaluator:
         else:
             evidence = f"created on the CPU by `{qualified}(...)`"
             placement = Placement(Where.CPU, evidence=evidence, origin=node)
+        passed = call_arguments(node)
         scalar = qualified in SCALAR_CAPABLE_FACTORIES and not (
-            node.args and _is_list_literal(node.args[0].value)
+            passed and _is_list_literal(passed[0])
         )
         return Value(Kind.TENSOR, placement, scalar=scalar or bool(inherit and inherit.scalar))
 
     def _torch_call(
-        self, node: cst.Call, qualified: str, arguments: list[Value], env: Env, unit: Unit
+        self, node: ast.Call, qualified: str, arguments: list[Value], env: Env, unit: Unit
     ) -> Value:
         if qualified in FACTORIES:
             return self._created(node, qualified, env, unit, None)
@@ -352,10 +371,10 @@ class CallEvaluator:
             first = argument(node, 0, "type")
             if first is None:
                 return UNKNOWN
-            return Value(Kind.DEVICE_OBJECT, self.device_placement(first.value, env, unit, "on"))
+            return Value(Kind.DEVICE_OBJECT, self.device_placement(first, env, unit, "on"))
         if qualified == "torch.load":
             location = argument(node, 1, "map_location")
-            if location is not None and string_value(location.value) == "cpu":
+            if location is not None and string_value(location) == "cpu":
                 evidence = 'loaded with `map_location="cpu"`'
                 return Value(Kind.TENSOR, Placement(Where.CPU, evidence=evidence, origin=node))
             return UNKNOWN
@@ -392,20 +411,20 @@ class CallEvaluator:
             return arguments[0] if arguments else UNKNOWN
         return UNKNOWN
 
-    def _loader(self, node: cst.Call) -> Value:
-        if self._keyword(node, "collate_fn") is not None:
+    def _loader(self, node: ast.Call) -> Value:
+        if keyword_value(node, "collate_fn") is not None:
             return Value(Kind.LOADER)  # a custom collate function may move the batch
         return cpu_loader("from the DataLoader", node)
 
-    def _nn_module(self, node: cst.Call, qualified: str, env: Env, unit: Unit) -> Value:
+    def _nn_module(self, node: ast.Call, qualified: str, env: Env, unit: Unit) -> Value:
         created = Placement(Where.CPU, evidence="created on the CPU", origin=node)
         if qualified in WRAPPER_MODULES:
             return Value(Kind.MODULE, scatters=True)
         if is_loss_class(qualified):
             weight: Optional[Value] = None
             for keyword in LOSS_WEIGHT_KEYWORDS:
-                arg = self._keyword(node, keyword)
-                held = self.values.get(arg.value) if arg is not None else None
+                passed = keyword_value(node, keyword)
+                held = self.values.get(passed) if passed is not None else None
                 if held is not None and held.is_cpu_tensor():
                     weight = held
             return Value(
@@ -415,7 +434,7 @@ class CallEvaluator:
             return Value(Kind.MODULE, created, has_parameters=False)
         return Value(Kind.MODULE, created)
 
-    def _local_call(self, node: cst.Call, name: str, arguments: list[Value]) -> Value:
+    def _local_call(self, node: ast.Call, name: str, arguments: list[Value]) -> Value:
         if name in ("enumerate", "zip"):
             items = [argument_value.item or UNKNOWN for argument_value in arguments]
             if name == "enumerate":
@@ -432,7 +451,7 @@ class CallEvaluator:
             return self.summary(function)
         return UNKNOWN
 
-    def _call_value(self, node: cst.Call, callee: Value, arguments: list[Value]) -> Value:
+    def _call_value(self, node: ast.Call, callee: Value, arguments: list[Value]) -> Value:
         """Calling a value held in a variable: a module, a loss, or something unknown."""
         if callee.scatters:
             return UNKNOWN
@@ -444,7 +463,7 @@ class CallEvaluator:
         if callee.kind not in (Kind.MODULE, Kind.UNKNOWN):
             return UNKNOWN
         if callee.where in (Where.DEVICE, Where.INPUT):
-            shown = _source(node.func)
+            shown = self._source(node.func)
             evidence = f"output of `{shown}`, {callee.placement.evidence}".rstrip(", ")
             return Value(
                 Kind.TENSOR,
@@ -458,22 +477,22 @@ class CallEvaluator:
 
     def _method(
         self,
-        node: cst.Call,
-        func: cst.Attribute,
+        node: ast.Call,
+        func: ast.Attribute,
         receiver: Value,
         arguments: list[Value],
         env: Env,
         unit: Unit,
         bare: bool,
     ) -> Value:
-        method = func.attr.value
+        method = func.attr
         if method in DEVICE_MOVES:
             return self._move(node, func, method, receiver, env, unit, bare)
         tensor_like = receiver.kind is Kind.TENSOR or (
             receiver.kind is Kind.UNKNOWN and receiver.where is not Where.UNKNOWN
         )
         if tensor_like and method in PLACEMENT_KEEPING_METHODS:
-            reduced = method in REDUCTIONS and not node.args
+            reduced = method in REDUCTIONS and not has_arguments(node)
             return Value(Kind.TENSOR, receiver.placement, scalar=receiver.scalar or reduced)
         if tensor_like and method in NEW_METHODS:
             return self._created(
@@ -501,8 +520,8 @@ class CallEvaluator:
 
     def _move(
         self,
-        node: cst.Call,
-        func: cst.Attribute,
+        node: ast.Call,
+        func: ast.Attribute,
         method: str,
         receiver: Value,
         env: Env,
@@ -525,43 +544,43 @@ class CallEvaluator:
         return Value(Kind.UNKNOWN, placement)
 
 
-_Evaluator = Callable[[CallEvaluator, cst.BaseExpression, "Env", "Unit"], Value]
+_Evaluator = Callable[[CallEvaluator, ast.expr, "Env", "Unit"], Value]
 _EVALUATORS: dict[type, _Evaluator] = {
-    cst.Name: CallEvaluator._name,  # type: ignore[dict-item]
-    cst.Attribute: CallEvaluator._attribute,  # type: ignore[dict-item]
-    cst.SimpleString: CallEvaluator._string,  # type: ignore[dict-item]
-    cst.Integer: CallEvaluator._number,
-    cst.Float: CallEvaluator._number,
-    cst.Imaginary: CallEvaluator._number,
-    cst.BinaryOperation: CallEvaluator._binary,  # type: ignore[dict-item]
-    cst.UnaryOperation: CallEvaluator._unary,  # type: ignore[dict-item]
-    cst.Comparison: CallEvaluator._comparison,  # type: ignore[dict-item]
-    cst.IfExp: CallEvaluator._if_expression,  # type: ignore[dict-item]
-    cst.Tuple: CallEvaluator._sequence,
-    cst.List: CallEvaluator._sequence,
-    cst.Dict: CallEvaluator._dict,  # type: ignore[dict-item]
-    cst.Subscript: CallEvaluator._subscript,  # type: ignore[dict-item]
-    cst.ListComp: CallEvaluator._comprehension,
-    cst.GeneratorExp: CallEvaluator._comprehension,
-    cst.SetComp: CallEvaluator._comprehension,
-    cst.DictComp: CallEvaluator._comprehension,
-    cst.NamedExpr: CallEvaluator._named,  # type: ignore[dict-item]
-    cst.Lambda: CallEvaluator._lambda,  # type: ignore[dict-item]
-    cst.Call: CallEvaluator._call,  # type: ignore[dict-item]
+    ast.Name: CallEvaluator._name,  # type: ignore[dict-item]
+    ast.Attribute: CallEvaluator._attribute,  # type: ignore[dict-item]
+    ast.Constant: CallEvaluator._constant,  # type: ignore[dict-item]
+    ast.BinOp: CallEvaluator._binary,  # type: ignore[dict-item]
+    ast.UnaryOp: CallEvaluator._unary,  # type: ignore[dict-item]
+    ast.Compare: CallEvaluator._comparison,  # type: ignore[dict-item]
+    ast.IfExp: CallEvaluator._if_expression,  # type: ignore[dict-item]
+    ast.Tuple: CallEvaluator._sequence,  # type: ignore[dict-item]
+    ast.List: CallEvaluator._sequence,  # type: ignore[dict-item]
+    ast.Dict: CallEvaluator._dict,  # type: ignore[dict-item]
+    ast.Subscript: CallEvaluator._subscript,  # type: ignore[dict-item]
+    ast.ListComp: CallEvaluator._comprehension,  # type: ignore[dict-item]
+    ast.GeneratorExp: CallEvaluator._comprehension,  # type: ignore[dict-item]
+    ast.SetComp: CallEvaluator._comprehension,  # type: ignore[dict-item]
+    ast.DictComp: CallEvaluator._comprehension,  # type: ignore[dict-item]
+    ast.NamedExpr: CallEvaluator._named,  # type: ignore[dict-item]
+    ast.Lambda: CallEvaluator._lambda,  # type: ignore[dict-item]
 }
 
 
-def _single_string_key(node: cst.Subscript) -> Optional[str]:
+def _subscript_elements(node: ast.Subscript) -> list[ast.expr]:
+    """The indices of `x[i, j]` one by one (`x[i]` has one)."""
+    inner = node.slice
+    return list(inner.elts) if type(inner) is ast.Tuple else [inner]
+
+
+def _single_string_key(node: ast.Subscript) -> Optional[str]:
     """The key of `batch["name"]`, when it is one string literal."""
-    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
-        return None
-    return string_value(node.slice[0].slice.value)
+    return string_value(node.slice)
 
 
-def converts_dtype(call: cst.Call, names: ImportMap) -> bool:
+def converts_dtype(call: ast.Call, names: ImportMap) -> bool:
     """`x.to(torch.float16)`, `x.to(query.dtype)`: a conversion that keeps the device."""
     target = argument(call, 0, "device")
     if target is None:
         return False
-    named = dotted_name(target.value) or ""
-    return names.qualified_name(target.value) in DTYPES or "dtype" in named.lower()
+    named = dotted_name(target) or ""
+    return names.resolve(named or None) in DTYPES or "dtype" in named.lower()

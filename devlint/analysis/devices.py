@@ -7,7 +7,7 @@ from typing import Optional
 
 import libcst as cst
 
-_CUDA_STRING = re.compile(r"cuda(:\d+)?\Z")
+CUDA_STRING = re.compile(r"cuda(:\d+)?\Z")  # "cuda", "cuda:0": a CUDA device, written out
 
 
 def string_value(node: cst.BaseExpression) -> Optional[str]:
@@ -22,7 +22,7 @@ def cuda_literal(node: cst.BaseExpression) -> Optional[str]:
     """``"cuda"``, ``"cuda:0"``, or the ``cuda:`` prefix of an f-string, as written; else None."""
     value = string_value(node)
     if value is not None:
-        return value if _CUDA_STRING.match(value) else None
+        return value if CUDA_STRING.match(value) else None
     if isinstance(node, cst.FormattedString) and node.parts:
         first = node.parts[0]
         if isinstance(first, cst.FormattedStringText) and first.value == "cuda:":

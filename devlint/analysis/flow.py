@@ -11,19 +11,23 @@ Functions start from the module's final environment (the state their globals
 have when a script calls them). Methods of a plain class start from what its
 ``__init__`` assigned to ``self`` attributes no other method reassigns.
 Helpers defined in the file are summarised by what they return.
+
+The interpreter reads CPython's syntax tree (see :mod:`devlint.analysis.syntax`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+import ast
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
-import libcst as cst
-
 from devlint.analysis.calls import CallEvaluator
-from devlint.analysis.names import ImportMap, dotted_name
-from devlint.analysis.torch_api import MODULE_BASES, is_torch_nn_class, looks_like_loader
+from devlint.analysis.guards import expects_error_in_syntax
+from devlint.analysis.names import ImportMap
+from devlint.analysis.syntax import SourceText, dotted_name, nodes_below
+from devlint.analysis.syntax_screen import SyntaxFacts
+from devlint.analysis.torch_api import derives_from_module, looks_like_loader
 from devlint.analysis.values import (
     UNKNOWN,
     Kind,
@@ -34,10 +38,10 @@ from devlint.analysis.values import (
     cpu_loader,
     join,
 )
-from devlint.traversal import visit
 
 Env = dict[str, Value]
-FunctionNode = cst.FunctionDef
+FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+_FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 @dataclass
@@ -53,13 +57,9 @@ class Unit:
 
 @dataclass(frozen=True)
 class ClassFacts:
-    node: cst.ClassDef
+    node: ast.ClassDef
     bases: tuple[str, ...]
     methods: dict[str, FunctionNode]
-
-
-def statements_of(suite: cst.BaseSuite) -> Sequence[cst.CSTNode]:
-    return suite.body
 
 
 def merge(first: Optional[Env], second: Optional[Env]) -> Optional[Env]:
@@ -69,24 +69,38 @@ def merge(first: Optional[Env], second: Optional[Env]) -> Optional[Env]:
     if second is None:
         return first
     merged: Env = {}
-    for key in first.keys() | second.keys():
-        if key in first and key in second:
-            merged[key] = join(first[key], second[key])
-        else:
-            merged[key] = UNKNOWN
+    for key, value in first.items():
+        other = second.get(key)
+        merged[key] = value if value is other else UNKNOWN if other is None else join(value, other)
+    for key in second.keys() - first.keys():
+        merged[key] = UNKNOWN
     return merged
 
 
 class DeviceFlow(CallEvaluator):
     """The device-flow facts of one file, computed once and read by every flow rule."""
 
-    def __init__(self, module: cst.Module, names: ImportMap, source: str) -> None:
+    def __init__(
+        self,
+        module: ast.Module,
+        names: ImportMap,
+        text: SourceText,
+        watched: Collection[type] = (),
+        facts: Optional[SyntaxFacts] = None,
+    ) -> None:
         self.names = names
-        self.values: dict[cst.CSTNode, Value] = {}
+        self.facts = facts
+        self._reach: dict[ast.AST, tuple[bool, bool]] = {}
+        self.text = text
+        self.values: dict[ast.AST, Value] = {}
         self.recording = True
+        self.watched = frozenset(watched)
+        self.visits: list[tuple[ast.AST, Optional[ast.stmt]]] = []
+        self.statement: Optional[ast.stmt] = None
+        self.expecting_failure = 0
         self.globals: Env = {}
-        self.default_device_changed = "set_default_device" in source or (
-            "set_default_tensor_type" in source
+        self.default_device_changed = "set_default_device" in text.source or (
+            "set_default_tensor_type" in text.source
         )
         self.classes: dict[str, ClassFacts] = {}
         self.functions: dict[str, FunctionNode] = {}
@@ -94,52 +108,44 @@ class DeviceFlow(CallEvaluator):
         self._in_progress: set[FunctionNode] = set()
         # What each plain class's `__init__` leaves in `self` attributes no other method changes.
         self._class_attributes: dict[str, Env] = {}
+        self._module = module
         self._collect_definitions(module.body)
+        self._bases = {name: facts.bases for name, facts in self.classes.items()}
         self._run(module)
 
-    def value_of(self, node: cst.CSTNode) -> Value:
+    def value_of(self, node: ast.AST) -> Value:
         return self.values.get(node, UNKNOWN)
 
     # -- definitions ---------------------------------------------------------------
 
-    def _collect_definitions(self, body: Sequence[cst.CSTNode]) -> None:
+    def _collect_definitions(self, body: Sequence[ast.stmt]) -> None:
         for statement in body:
-            if isinstance(statement, cst.ClassDef):
+            if isinstance(statement, ast.ClassDef):
                 methods = {
-                    inner.name.value: inner
-                    for inner in statements_of(statement.body)
-                    if isinstance(inner, cst.FunctionDef)
+                    inner.name: inner
+                    for inner in statement.body
+                    if isinstance(inner, _FUNCTION_TYPES)
                 }
                 bases = tuple(
-                    self.names.qualified_name(base.value) or dotted_name(base.value) or ""
+                    self.names.qualified_syntax_name(base) or dotted_name(base) or ""
                     for base in statement.bases
                 )
-                self.classes.setdefault(statement.name.value, ClassFacts(statement, bases, methods))
-            elif isinstance(statement, cst.FunctionDef):
-                self.functions.setdefault(statement.name.value, statement)
+                self.classes.setdefault(statement.name, ClassFacts(statement, bases, methods))
+            elif isinstance(statement, _FUNCTION_TYPES):
+                self.functions.setdefault(statement.name, statement)
 
-    def is_module_class(self, name: str, seen: Optional[set[str]] = None) -> bool:
+    def is_module_class(self, name: str) -> bool:
         """A class of this file deriving (here or through torch) from nn.Module."""
-        facts = self.classes.get(name)
-        if facts is None:
-            return False
-        seen = seen or set()
-        seen.add(name)
-        for base in facts.bases:
-            if base in MODULE_BASES or is_torch_nn_class(base):
-                return True
-            if base not in seen and self.is_module_class(base, seen):
-                return True
-        return False
+        return derives_from_module(name, self._bases)
 
     # -- units -----------------------------------------------------------------------
 
-    def _run(self, module: cst.Module) -> None:
+    def _run(self, module: ast.Module) -> None:
         script_env: Env = {}
         self.exec_block(module.body, script_env, Unit(None))
         self.globals = script_env
         for function, owner in _functions_in(module.body, None):
-            if owner is None or owner.name.value not in self.classes:
+            if owner is None or owner.name not in self.classes:
                 self._analyze(function, Unit(function), {})
         for name, facts in self.classes.items():
             self._analyze_class(name, facts)
@@ -151,32 +157,75 @@ class DeviceFlow(CallEvaluator):
             attributes.update(self._class_attributes.get(base, {}))
         init = facts.methods.get("__init__")
         if init is not None:
-            init_env = self._analyze(init, Unit(init, module_class), attributes)
+            # A plain class's `__init__` runs for what it sets; a module's, only to report.
+            unit = Unit(init, module_class)
+            init_env = self._analyze(init, unit, attributes, needed=not module_class)
             attributes = {key: value for key, value in init_env.items() if key.startswith("self.")}
         if module_class:
             attributes = {}  # a module's attributes move with it: unknown here, DEV009's concern
-        reassigned = set().union(
-            *(_assigned_names(m) for n, m in facts.methods.items() if n != "__init__")
-        )
-        attributes = {key: value for key, value in attributes.items() if key not in reassigned}
+        if attributes:
+            reassigned = set().union(
+                *(_assigned_names(m) for n, m in facts.methods.items() if n != "__init__")
+            )
+            attributes = {key: value for key, value in attributes.items() if key not in reassigned}
         self._class_attributes[name] = attributes
         for method_name, method in facts.methods.items():
             if method_name != "__init__":
                 unit = Unit(method, module_class, forward=module_class and method_name == "forward")
                 self._analyze(method, unit, attributes)
 
-    def _analyze(self, function: FunctionNode, unit: Unit, attributes: Env) -> Env:
+    def _analyze(
+        self, function: FunctionNode, unit: Unit, attributes: Env, needed: bool = False
+    ) -> Env:
+        if not (needed or attributes or self._may_report(function, unit)):
+            return {}
         env = dict(self.globals)
         env.update(attributes)
         self._bind_parameters(function, unit, env)
-        self.exec_block(statements_of(function.body), env, unit)
+        self.exec_block(function.body, env, unit)
         return env
 
+    def _may_report(self, function: FunctionNode, unit: Unit) -> bool:
+        """Whether a flow rule could report in ``function``, from what its code, the module's
+        globals and the helpers it calls can place (see `syntax_screen`); True where unknown."""
+        facts = self.facts.units.get(function) if self.facts is not None else None
+        if facts is None or self.facts is None or facts.discarded_move:
+            return True
+        device, cpu = self._reachable(function)
+        script = self._reachable(self._module)
+        device = device or script[0] or unit.forward
+        cpu = cpu or script[1] or self.facts.cpu_everywhere
+        return device and (cpu or facts.numpy_call)
+
+    def _reachable(self, owner: ast.AST) -> tuple[bool, bool]:
+        """Whether the code of ``owner``, or of the helpers it calls (and they call), can put
+        a value on a device, and a tensor on the CPU."""
+        known = self._reach.get(owner)
+        if known is not None:
+            return known
+        assert self.facts is not None
+        device = cpu = False
+        seen: set[ast.AST] = set()
+        pending = [owner]
+        while pending:
+            facts = self.facts.units.get(pending.pop())
+            if facts is None:
+                device = cpu = True  # code the screen has not read: assume anything
+                break
+            device, cpu = device or facts.device_source, cpu or facts.cpu_tensor_source
+            for name in facts.called:
+                helper = self.functions.get(name)
+                if helper is not None and helper not in seen:
+                    seen.add(helper)
+                    pending.append(helper)
+        self._reach[owner] = (device, cpu)
+        return device, cpu
+
     def _bind_parameters(self, function: FunctionNode, unit: Unit, env: Env) -> None:
-        params = function.params
-        every = [*params.posonly_params, *params.params, *params.kwonly_params]
+        params = function.args
+        every = [*params.posonlyargs, *params.args, *params.kwonlyargs]
         for index, param in enumerate(every):
-            name = param.name.value
+            name = param.arg
             if index == 0 and name in ("self", "cls") and unit.module_class:
                 where = Where.INPUT if unit.forward else Where.UNKNOWN
                 env[name] = Value(Kind.MODULE, Placement(where))
@@ -186,9 +235,9 @@ class DeviceFlow(CallEvaluator):
                 env[name] = cpu_loader(f"from the data loader `{name}`", param)
             else:
                 env[name] = UNKNOWN
-        for star in (params.star_arg, params.star_kwarg):
-            if isinstance(star, cst.Param):
-                env[star.name.value] = UNKNOWN
+        for star in (params.vararg, params.kwarg):
+            if star is not None:
+                env[star.arg] = UNKNOWN
 
     def summary(self, function: FunctionNode) -> Value:
         """What a helper of this file returns, analysed with unknown arguments."""
@@ -198,12 +247,13 @@ class DeviceFlow(CallEvaluator):
         if function in self._in_progress:
             return UNKNOWN
         self._in_progress.add(function)
-        recording, self.recording = self.recording, False
+        recording, statement = self.recording, self.statement
+        self.recording = False
         unit = Unit(function)
         env: Env = {}
         self._bind_parameters(function, unit, env)
-        self.exec_block(statements_of(function.body), env, unit)
-        self.recording = recording
+        self.exec_block(function.body, env, unit)
+        self.recording, self.statement = recording, statement
         self._in_progress.discard(function)
         result = unit.returns[0] if unit.returns else UNKNOWN
         for other in unit.returns[1:]:
@@ -213,134 +263,147 @@ class DeviceFlow(CallEvaluator):
 
     # -- statements --------------------------------------------------------------------
 
-    def exec_block(self, statements: Sequence[cst.CSTNode], env: Env, unit: Unit) -> Optional[Env]:
+    def exec_block(self, statements: Sequence[ast.stmt], env: Env, unit: Unit) -> Optional[Env]:
         """Run statements in order; None when control never reaches the end."""
         for statement in statements:
-            if not self._exec(statement, env, unit):
+            kind = type(statement)
+            compound = kind in _COMPOUND
+            self.statement = None if compound else statement
+            handler = _STATEMENTS.get(kind)
+            reached = handler is None or handler(self, statement, env, unit)
+            if compound:
+                self.statement = None  # its blocks ran their own statements
+            self.visited(statement)
+            if not reached:
                 return None
         return env
 
-    def _exec(self, statement: cst.CSTNode, env: Env, unit: Unit) -> bool:
-        if isinstance(statement, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
-            return all(self._exec_small(small, env, unit) for small in statement.body)
-        handler = _COMPOUND.get(type(statement))
-        if handler is not None:
-            return handler(self, statement, env, unit)
-        return True
-
-    def _exec_small(self, statement: cst.BaseSmallStatement, env: Env, unit: Unit) -> bool:
-        if isinstance(statement, cst.Expr):
-            if isinstance(statement.value, cst.Call):
-                self.eval_call(statement.value, env, unit, bare=True)
-            else:
-                self.eval(statement.value, env, unit)
-        elif isinstance(statement, cst.Assign):
-            value = self.eval(statement.value, env, unit)
-            for target in statement.targets:
-                self.bind(target.target, value, env, unit)
-        elif isinstance(statement, cst.AnnAssign) and statement.value is not None:
-            self.bind(statement.target, self.eval(statement.value, env, unit), env, unit)
-        elif isinstance(statement, cst.AugAssign):
-            current = self.eval(statement.target, env, unit)
-            operand = self.eval(statement.value, env, unit)
-            if current.kind is not Kind.UNKNOWN or current.where is not Where.UNKNOWN:
-                self.bind(statement.target, combine([current, operand]), env, unit)
-        elif isinstance(statement, cst.Return):
-            value = self.eval(statement.value, env, unit) if statement.value else UNKNOWN
-            unit.returns.append(value)
-            return False
-        elif isinstance(statement, cst.Raise):
-            if statement.exc is not None:
-                self.eval(statement.exc, env, unit)
-            return False
-        elif isinstance(statement, (cst.Continue, cst.Break)):
-            return False
-        elif isinstance(statement, cst.Assert):
-            self.eval(statement.test, env, unit)
-        return True
-
-    def _exec_if(self, node: cst.If, env: Env, unit: Unit) -> bool:
-        self.eval(node.test, env, unit)
-        body = self.exec_block(statements_of(node.body), dict(env), unit)
-        if isinstance(node.orelse, cst.If):
-            other_env = dict(env)
-            orelse: Optional[Env] = (
-                other_env if self._exec_if(node.orelse, other_env, unit) else None
-            )
-        elif isinstance(node.orelse, cst.Else):
-            orelse = self.exec_block(statements_of(node.orelse.body), dict(env), unit)
+    def _exec_expression(self, statement: ast.Expr, env: Env, unit: Unit) -> bool:
+        if isinstance(statement.value, ast.Call):
+            self.eval_call(statement.value, env, unit, bare=True)
         else:
-            orelse = dict(env)
+            self.eval(statement.value, env, unit)
+        return True
+
+    def _exec_assign(self, statement: ast.Assign, env: Env, unit: Unit) -> bool:
+        value = self.eval(statement.value, env, unit)
+        for target in statement.targets:
+            self.bind(target, value, env, unit)
+        return True
+
+    def _exec_annotated(self, statement: ast.AnnAssign, env: Env, unit: Unit) -> bool:
+        if statement.value is not None:
+            self.bind(statement.target, self.eval(statement.value, env, unit), env, unit)
+        return True
+
+    def _exec_augmented(self, statement: ast.AugAssign, env: Env, unit: Unit) -> bool:
+        current = self.eval(statement.target, env, unit)
+        operand = self.eval(statement.value, env, unit)
+        if current.kind is not Kind.UNKNOWN or current.where is not Where.UNKNOWN:
+            self.bind(statement.target, combine([current, operand]), env, unit)
+        return True
+
+    def _exec_return(self, statement: ast.Return, env: Env, unit: Unit) -> bool:
+        value = self.eval(statement.value, env, unit) if statement.value else UNKNOWN
+        unit.returns.append(value)
+        return False
+
+    def _exec_raise(self, statement: ast.Raise, env: Env, unit: Unit) -> bool:
+        if statement.exc is not None:
+            self.eval(statement.exc, env, unit)
+        return False
+
+    def _exec_jump(self, statement: ast.stmt, env: Env, unit: Unit) -> bool:
+        return False  # `continue`, `break`
+
+    def _exec_assert(self, statement: ast.Assert, env: Env, unit: Unit) -> bool:
+        self.eval(statement.test, env, unit)
+        return True
+
+    def _exec_import(
+        self, statement: Union[ast.Import, ast.ImportFrom], env: Env, unit: Unit
+    ) -> bool:
+        self.names.add_syntax_import(statement)  # names bind in the order the code runs
+        return True
+
+    def _exec_if(self, node: ast.If, env: Env, unit: Unit) -> bool:
+        self.eval(node.test, env, unit)
+        body = self.exec_block(node.body, dict(env), unit)
+        orelse = self.exec_block(node.orelse, dict(env), unit)  # `elif` is an `if` in here
         return _replace(env, merge(body, orelse))
 
-    def _exec_for(self, node: cst.For, env: Env, unit: Unit) -> bool:
+    def _exec_for(self, node: Union[ast.For, ast.AsyncFor], env: Env, unit: Unit) -> bool:
         iterable = self.eval(node.iter, env, unit)
         body_env = dict(env)
         self.bind(node.target, iterable.item or UNKNOWN, body_env, unit)
-        self.exec_block(statements_of(node.body), body_env, unit)
+        self.exec_block(node.body, body_env, unit)
         merged = merge(env, body_env)
         _replace(env, merged)
-        if node.orelse is not None:
-            return self.exec_block(statements_of(node.orelse.body), env, unit) is not None
-        return True
+        return self.exec_block(node.orelse, env, unit) is not None
 
-    def _exec_while(self, node: cst.While, env: Env, unit: Unit) -> bool:
+    def _exec_while(self, node: ast.While, env: Env, unit: Unit) -> bool:
         self.eval(node.test, env, unit)
         body_env = dict(env)
-        self.exec_block(statements_of(node.body), body_env, unit)
+        self.exec_block(node.body, body_env, unit)
         return _replace(env, merge(env, body_env))
 
-    def _exec_with(self, node: cst.With, env: Env, unit: Unit) -> bool:
+    def _exec_with(self, node: Union[ast.With, ast.AsyncWith], env: Env, unit: Unit) -> bool:
+        expects_error = expects_error_in_syntax(node, self.names)
+        self.expecting_failure += expects_error
+        try:
+            return self._exec_with_items(node, env, unit)
+        finally:
+            self.expecting_failure -= expects_error
+
+    def _exec_with_items(self, node: Union[ast.With, ast.AsyncWith], env: Env, unit: Unit) -> bool:
         moves_default = False
         for item in node.items:
-            value = self.eval(item.item, env, unit)
+            value = self.eval(item.context_expr, env, unit)
             moves_default = moves_default or value.kind is Kind.DEVICE_OBJECT
-            if item.asname is not None:
-                self.bind(item.asname.name, UNKNOWN, env, unit)
+            if item.optional_vars is not None:
+                self.bind(item.optional_vars, UNKNOWN, env, unit)
         unit.default_device_changed += moves_default
         try:
-            return self.exec_block(statements_of(node.body), env, unit) is not None
+            return self.exec_block(node.body, env, unit) is not None
         finally:
             unit.default_device_changed -= moves_default
 
-    def _exec_try(self, node: cst.Try, env: Env, unit: Unit) -> bool:
+    def _exec_try(self, node: ast.Try, env: Env, unit: Unit) -> bool:
         body_env = dict(env)
-        body = self.exec_block(statements_of(node.body), body_env, unit)
-        if body is not None and node.orelse is not None:
-            body = self.exec_block(statements_of(node.orelse.body), body, unit)
+        body = self.exec_block(node.body, body_env, unit)
+        if body is not None:
+            body = self.exec_block(node.orelse, body, unit)
         # A handler may start anywhere in the body: from what holds both before and after it.
         start = merge(env, body_env) or env
         outcome = body
         for handler in node.handlers:
             handler_env = dict(start)
             if handler.name is not None:
-                self.bind(handler.name.name, UNKNOWN, handler_env, unit)
-            outcome = merge(
-                outcome, self.exec_block(statements_of(handler.body), handler_env, unit)
-            )
-        if node.finalbody is not None:
+                handler_env[handler.name] = UNKNOWN
+            outcome = merge(outcome, self.exec_block(handler.body, handler_env, unit))
+        if node.finalbody:
             final_env = dict(outcome if outcome is not None else start)
-            self.exec_block(statements_of(node.finalbody.body), final_env, unit)
+            self.exec_block(node.finalbody, final_env, unit)
         return _replace(env, outcome)
 
     def _exec_definition(
-        self, node: Union[cst.FunctionDef, cst.ClassDef], env: Env, unit: Unit
+        self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef], env: Env, unit: Unit
     ) -> bool:
-        env[node.name.value] = Value(Kind.CALLABLE)
+        env[node.name] = Value(Kind.CALLABLE)
         return True
 
     # -- binding -------------------------------------------------------------------------
 
-    def bind(self, target: cst.BaseExpression, value: Value, env: Env, unit: Unit) -> None:
-        if isinstance(target, (cst.Tuple, cst.List)):
-            elements = [element.value for element in target.elements]
+    def bind(self, target: ast.expr, value: Value, env: Env, unit: Unit) -> None:
+        if isinstance(target, (ast.Tuple, ast.List)):
+            elements = target.elts
             for index, element in enumerate(elements):
-                if isinstance(element, cst.StarredElement):
+                if isinstance(element, ast.Starred):
                     self.bind(element.value, UNKNOWN, env, unit)
                 else:
                     self.bind(element, _unpacked(value, index, len(elements)), env, unit)
             return
-        if isinstance(target, cst.Subscript):
+        if isinstance(target, ast.Subscript):
             container = dotted_name(target.value)
             if container is not None and container in env:
                 held = env[container]
@@ -370,71 +433,81 @@ def _unpacked(value: Value, index: int, count: int) -> Value:
 
 
 _StatementHandler = Callable[[DeviceFlow, Any, Env, Unit], bool]
-_COMPOUND: dict[type, _StatementHandler] = {
-    cst.If: DeviceFlow._exec_if,
-    cst.For: DeviceFlow._exec_for,
-    cst.While: DeviceFlow._exec_while,
-    cst.With: DeviceFlow._exec_with,
-    cst.Try: DeviceFlow._exec_try,
-    cst.FunctionDef: DeviceFlow._exec_definition,
-    cst.ClassDef: DeviceFlow._exec_definition,
+_STATEMENTS: dict[type, _StatementHandler] = {
+    ast.Expr: DeviceFlow._exec_expression,
+    ast.Assign: DeviceFlow._exec_assign,
+    ast.AnnAssign: DeviceFlow._exec_annotated,
+    ast.AugAssign: DeviceFlow._exec_augmented,
+    ast.Return: DeviceFlow._exec_return,
+    ast.Raise: DeviceFlow._exec_raise,
+    ast.Continue: DeviceFlow._exec_jump,
+    ast.Break: DeviceFlow._exec_jump,
+    ast.Assert: DeviceFlow._exec_assert,
+    ast.Import: DeviceFlow._exec_import,
+    ast.ImportFrom: DeviceFlow._exec_import,
+    ast.If: DeviceFlow._exec_if,
+    ast.For: DeviceFlow._exec_for,
+    ast.AsyncFor: DeviceFlow._exec_for,
+    ast.While: DeviceFlow._exec_while,
+    ast.With: DeviceFlow._exec_with,
+    ast.AsyncWith: DeviceFlow._exec_with,
+    ast.Try: DeviceFlow._exec_try,
+    ast.FunctionDef: DeviceFlow._exec_definition,
+    ast.AsyncFunctionDef: DeviceFlow._exec_definition,
+    ast.ClassDef: DeviceFlow._exec_definition,
 }
+if hasattr(ast, "TryStar"):  # Python 3.11: `except*`
+    _STATEMENTS[ast.TryStar] = DeviceFlow._exec_try
+# Statements with blocks: the code in their header is in no simple statement.
+_COMPOUND = frozenset(
+    getattr(ast, name)
+    for name in (
+        "If For AsyncFor While With AsyncWith Try TryStar Match FunctionDef AsyncFunctionDef "
+        "ClassDef"
+    ).split()
+    if hasattr(ast, name)  # `match` came with Python 3.10, `except*` with 3.11
+)
 
 
 def _functions_in(
-    body: Sequence[cst.CSTNode], owner: Optional[cst.ClassDef]
-) -> Iterator[tuple[FunctionNode, Optional[cst.ClassDef]]]:
+    body: Sequence[ast.stmt], owner: Optional[ast.ClassDef]
+) -> Iterator[tuple[FunctionNode, Optional[ast.ClassDef]]]:
     """Every function in a block, with the class it is a method of; nested ones too."""
     for statement in body:
-        if isinstance(statement, cst.FunctionDef):
+        if isinstance(statement, _FUNCTION_TYPES):
             yield statement, owner
-            yield from _functions_in(statements_of(statement.body), None)
-        elif isinstance(statement, cst.ClassDef):
-            yield from _functions_in(statements_of(statement.body), statement)
-        elif isinstance(statement, (cst.If, cst.For, cst.While, cst.With, cst.Try)):
+            yield from _functions_in(statement.body, None)
+        elif isinstance(statement, ast.ClassDef):
+            yield from _functions_in(statement.body, statement)
+        else:
             for block in _blocks(statement):
-                yield from _functions_in(statements_of(block), owner)
+                yield from _functions_in(block, owner)
 
 
-def _blocks(statement: cst.BaseCompoundStatement) -> Iterator[cst.BaseSuite]:
-    yield statement.body
-    orelse = getattr(statement, "orelse", None)
-    if isinstance(orelse, cst.If):
-        yield from _blocks(orelse)
-    elif orelse is not None:
-        yield orelse.body
-    if isinstance(statement, cst.Try):
-        for handler in statement.handlers:
-            yield handler.body
-        if statement.finalbody is not None:
-            yield statement.finalbody.body
-
-
-class _AssignedNames(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.names: set[str] = set()
-
-    def _add(self, target: cst.BaseExpression) -> None:
-        dotted = dotted_name(target)
-        if dotted is not None:
-            self.names.add(dotted)
-
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        self._add(node.target)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._add(node.target)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self._add(node.target)
-
-    def visit_Call(self, node: cst.Call) -> None:
-        # An in-place move (`self.model.to(device)`) changes the attribute too.
-        if isinstance(node.func, cst.Attribute) and node.func.attr.value in ("to", "cuda", "cpu"):
-            self._add(node.func.value)
+def _blocks(statement: ast.stmt) -> Iterator[Sequence[ast.stmt]]:
+    """The blocks of a compound statement (none for a simple one)."""
+    for name in ("body", "orelse", "finalbody"):
+        block = getattr(statement, name, None)
+        if block:
+            yield block
+    for handler in getattr(statement, "handlers", ()):
+        yield handler.body
 
 
 def _assigned_names(function: FunctionNode) -> set[str]:
-    visitor = _AssignedNames()
-    visit(function.body, visitor)
-    return visitor.names
+    """The names and attributes a function assigns, or moves in place (`self.model.to(d)`)."""
+    names: set[str] = set()
+    for statement in function.body:
+        for node in nodes_below(statement):
+            kind = type(node)
+            if kind is ast.Assign:
+                targets: list[ast.expr] = node.targets  # type: ignore[attr-defined]
+            elif kind is ast.AugAssign or kind is ast.AnnAssign:
+                targets = [node.target]  # type: ignore[attr-defined]
+            elif kind is ast.Call and type(node.func) is ast.Attribute:  # type: ignore[attr-defined]
+                moved = node.func.attr in ("to", "cuda", "cpu")  # type: ignore[attr-defined]
+                targets = [node.func.value] if moved else []  # type: ignore[attr-defined]
+            else:
+                continue
+            names.update(name for name in map(dotted_name, targets) if name is not None)
+    return names

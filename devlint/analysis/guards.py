@@ -15,6 +15,7 @@ deliberate choice.
 
 from __future__ import annotations
 
+import ast
 import enum
 import re
 from collections.abc import Iterator
@@ -22,6 +23,7 @@ from typing import ClassVar, Optional, Union
 
 import libcst as cst
 
+from devlint.analysis import syntax
 from devlint.analysis.names import ImportMap, dotted_name
 from devlint.traversal import child_nodes
 
@@ -198,15 +200,24 @@ _RAISES_CONTEXTS = frozenset(
 def expects_error(node: cst.With, names: ImportMap) -> bool:
     """`with pytest.raises(...)` or `with self.assertRaises(...)`: a test expects the body to
     fail, so an error there (a device mismatch on purpose) is the point, not a bug."""
-    for item in node.items:
-        call = item.item
-        if not isinstance(call, cst.Call):
-            continue
-        qualified = names.qualified_name(call.func)
-        method = dotted_name(call.func) or ""
-        if qualified in _RAISES_CONTEXTS or method.rpartition(".")[2] in _RAISES_CONTEXTS:
-            return True
-    return False
+    return any(
+        isinstance(item.item, cst.Call) and _raises(names, dotted_name(item.item.func))
+        for item in node.items
+    )
+
+
+def expects_error_in_syntax(node: Union[ast.With, ast.AsyncWith], names: ImportMap) -> bool:
+    """The same, on CPython's tree."""
+    return any(
+        isinstance(item.context_expr, ast.Call)
+        and _raises(names, syntax.dotted_name(item.context_expr.func))
+        for item in node.items
+    )
+
+
+def _raises(names: ImportMap, called: Optional[str]) -> bool:
+    method = (called or "").rpartition(".")[2]
+    return names.resolve(called) in _RAISES_CONTEXTS or method in _RAISES_CONTEXTS
 
 
 def _catches_errors(node: cst.Try) -> bool:

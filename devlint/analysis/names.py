@@ -8,10 +8,13 @@ in source order, never a set iterated for output.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterable
 from typing import Optional, Union
 
 import libcst as cst
+
+from devlint.analysis import syntax
 
 
 def dotted_name(node: cst.BaseExpression) -> Optional[str]:
@@ -72,9 +75,43 @@ class ImportMap:
             elif isinstance(statement, (cst.If, cst.Try, cst.With)):
                 self.add_statements(_nested_statements(statement))
 
+    def add_syntax_import(self, node: Union[ast.Import, ast.ImportFrom]) -> None:
+        """The same, from CPython's tree."""
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname is not None:
+                    self._bindings[alias.asname] = alias.name
+                else:
+                    top = alias.name.split(".", 1)[0]
+                    self._bindings[top] = top
+        elif not node.level and node.module is not None:
+            for alias in node.names:
+                if alias.name != "*":
+                    self._bindings[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+
+    def add_syntax_statements(self, body: Iterable[ast.stmt]) -> None:
+        """Module-level imports in CPython's tree, looking inside if/try/with."""
+        for statement in body:
+            if isinstance(statement, (ast.Import, ast.ImportFrom)):
+                self.add_syntax_import(statement)
+            elif isinstance(statement, ast.If):
+                self.add_syntax_statements([*statement.body, *statement.orelse])
+            elif isinstance(statement, ast.Try):
+                handlers = [inner for handler in statement.handlers for inner in handler.body]
+                self.add_syntax_statements([*statement.body, *handlers, *statement.orelse])
+            elif isinstance(statement, ast.With):
+                self.add_syntax_statements(statement.body)
+
     def qualified_name(self, node: cst.BaseExpression) -> Optional[str]:
         """The qualified name ``node`` refers to, when it starts from an imported name."""
-        dotted = dotted_name(node)
+        return self.resolve(dotted_name(node))
+
+    def qualified_syntax_name(self, node: ast.AST) -> Optional[str]:
+        """The same for a node of CPython's tree."""
+        return self.resolve(syntax.dotted_name(node))
+
+    def resolve(self, dotted: Optional[str]) -> Optional[str]:
+        """The qualified name a dotted name stands for, when it starts from an imported name."""
         if dotted is None:
             return None
         head, _, rest = dotted.partition(".")

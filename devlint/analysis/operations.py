@@ -2,47 +2,49 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Optional
-
-import libcst as cst
 
 from devlint.analysis.flow import DeviceFlow
 from devlint.analysis.torch_api import COMBINING_FUNCTIONS
 from devlint.analysis.values import Placement, Value, mismatch
 
 
-def operands(node: cst.CSTNode, flow: DeviceFlow) -> list[tuple[cst.BaseExpression, Value]]:
+def operands(node: ast.AST, flow: DeviceFlow) -> list[tuple[ast.expr, Value]]:
     """The tensor operands of a binary operation, an augmented assignment or a combining call."""
-    if isinstance(node, cst.BinaryOperation):
-        parts: list[cst.BaseExpression] = [node.left, node.right]
-    elif isinstance(node, cst.AugAssign):
+    if isinstance(node, ast.BinOp):
+        parts: list[ast.expr] = [node.left, node.right]
+    elif isinstance(node, ast.AugAssign):
         parts = [node.target, node.value]
-    elif isinstance(node, cst.Call) and flow.names.qualified_name(node.func) in COMBINING_FUNCTIONS:
+    elif (
+        isinstance(node, ast.Call)
+        and flow.names.qualified_syntax_name(node.func) in COMBINING_FUNCTIONS
+    ):
         parts = list(_call_operands(node))
     else:
         return []
     return [(part, flow.value_of(part)) for part in parts]
 
 
-def _call_operands(node: cst.Call) -> Iterator[cst.BaseExpression]:
-    for arg in node.args:
-        if arg.keyword is not None and arg.keyword.value not in ("input", "other", "tensors"):
-            continue
-        if isinstance(arg.value, (cst.List, cst.Tuple)):
-            for element in arg.value.elements:
-                if not isinstance(element, cst.StarredElement):
-                    yield element.value
+def _call_operands(node: ast.Call) -> Iterator[ast.expr]:
+    passed = [arg.value if isinstance(arg, ast.Starred) else arg for arg in node.args]
+    passed.extend(
+        keyword.value for keyword in node.keywords if keyword.arg in ("input", "other", "tensors")
+    )
+    for value in passed:
+        if isinstance(value, (ast.List, ast.Tuple)):
+            yield from (item for item in value.elts if not isinstance(item, ast.Starred))
         else:
-            yield arg.value
+            yield value
 
 
 class Citations:
     """Evidence phrases for a message, each citing the line of the node it points at."""
 
     def __init__(self) -> None:
-        self.nodes: list[cst.CSTNode] = []
+        self.nodes: list[ast.AST] = []
 
     def of(self, placement: Placement, fallback: str = "") -> str:
         evidence = placement.evidence or fallback
@@ -51,7 +53,7 @@ class Citations:
         self.nodes.append(placement.origin)
         return f"{evidence} at line {{line{len(self.nodes) - 1}}}"
 
-    def cited(self) -> tuple[cst.CSTNode, ...]:
+    def cited(self) -> tuple[ast.AST, ...]:
         return tuple(self.nodes)
 
 
@@ -67,13 +69,13 @@ def where_text(placement: Placement) -> str:
 class Mismatch:
     """A tensor on a device and a non-scalar CPU tensor among one operation's operands."""
 
-    device_node: cst.BaseExpression
+    device_node: ast.expr
     device_value: Value
-    cpu_node: cst.BaseExpression
+    cpu_node: ast.expr
     cpu_value: Value
 
 
-def find_mismatch(pairs: list[tuple[cst.BaseExpression, Value]]) -> Optional[Mismatch]:
+def find_mismatch(pairs: list[tuple[ast.expr, Value]]) -> Optional[Mismatch]:
     found = mismatch(value for _, value in pairs)
     if found is None:
         return None
@@ -84,8 +86,8 @@ def find_mismatch(pairs: list[tuple[cst.BaseExpression, Value]]) -> Optional[Mis
 
 
 def first_cpu_operand(
-    pairs: list[tuple[cst.BaseExpression, Value]],
-) -> Optional[tuple[cst.BaseExpression, Value]]:
+    pairs: list[tuple[ast.expr, Value]],
+) -> Optional[tuple[ast.expr, Value]]:
     for node, value in pairs:
         if value.is_cpu_tensor():
             return node, value

@@ -2,79 +2,125 @@
 
 The text tests of `prefilter` admit nearly every file of model code: "device" and `torch.zeros`
 occur everywhere. What the interpreter needs to report is stricter: a place where a value is put
-on a device, and a tensor it places on the CPU. Both show in the tree, and CPython parses a file
-several times faster than LibCST. Files that no rule needs otherwise are checked by CPython's
-parser anyway (for syntax errors), so for those these facts come almost for free.
+on a device, and a tensor it places on the CPU. Both show in the tree the flow rules read anyway,
+and one walk of it finds them: where no flow rule can fire, the interpreter does not run.
+
+The same walk keeps the facts of each function apart (its own code, nested functions aside), so
+that the interpreter can also skip the functions of a file that cannot report (see
+`DeviceFlow`): a function sees only its own code, the module's globals, the helpers it calls,
+and, in a plain class, what `__init__` set.
 
 Each fact is a necessary condition read off `calls.py`: where the interpreter creates a device
-or CPU placement, a fact here is set. The facts are deliberately loose (a factory call anywhere,
-in any function, counts): they must never reject a file a rule would report on.
+or CPU placement, a fact here is set. The facts are deliberately loose (a factory call counts
+whatever it is assigned to): they must never reject code a rule would report on.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import cast
 
 from devlint.analysis.prefilter import LOADER_NAME
+from devlint.analysis.syntax import CHILD_FIELDS, child_fields
 from devlint.analysis.torch_api import DEVICE_MOVES, FACTORY_NAMES
+
+
+@dataclass
+class UnitFacts:
+    """What the code of one function (or of the module script) holds, nested functions aside."""
+
+    # `.cuda(...)`, `.to(target)`, `device=` something other than None or "cpu", a "cuda" string.
+    device_source: bool = False
+    # A factory call without `device=` (or `**kwargs`, which may hold one), `.cpu()`, a "cpu"
+    # string.
+    cpu_tensor_source: bool = False
+    numpy_call: bool = False  # `.numpy()`
+    discarded_move: bool = False  # a statement that is only `x.to(...)`, `x.cuda()` or `x.cpu()`
+    called: set[str] = field(default_factory=set)  # the names it calls: `helper(...)`
 
 
 @dataclass(frozen=True)
 class SyntaxFacts:
-    # `.cuda(...)`, `.to(target)`, `device=` something other than None or "cpu", a "cuda" string.
     device_source: bool = False
-    # A factory call without `device=` (or `**kwargs`, which may hold one), `.cpu()`, a "cpu"
-    # string, a name like a data loader's.
+    # A CPU source in any function, a factory imported under another name, a loader's name.
     cpu_tensor_source: bool = False
     forward_method: bool = False  # `def forward`: its inputs are on the module's device
-    discarded_move: bool = False  # a statement that is only `x.to(...)`, `x.cuda()` or `x.cpu()`
+    discarded_move: bool = False
+    # The facts of each function by its node, and of the module script under the module's.
+    units: Mapping[ast.AST, UnitFacts] = field(default_factory=dict, compare=False)
+    # Something every function may see on the CPU: a factory imported under another name
+    # (`zeros as z`, or `range`) makes calls no name test recognises; a loader's batches.
+    cpu_everywhere: bool = field(default=False, compare=False)
 
 
 def syntax_facts(tree: ast.Module, source: str) -> SyntaxFacts:
-    device = forward = discarded = cpu = imports_factory = False
-    for node in _nodes(tree):
-        kind = type(node)  # exact types: cheaper than isinstance in the screen's hot loop
-        if kind is ast.Call:
-            call = cast(ast.Call, node)
-            device = device or _places_on_device(call)
-            cpu = cpu or _creates_on_cpu(call)
-        elif kind is ast.Constant:
-            value = cast(ast.Constant, node).value
-            if isinstance(value, str):
-                device = device or value.startswith("cuda")
-                cpu = cpu or value == "cpu"
-        elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
-            forward = forward or cast(ast.FunctionDef, node).name == "forward"
-        elif kind is ast.Expr:
-            discarded = discarded or _is_move(cast(ast.Expr, node).value)
-        elif kind is ast.ImportFrom:
-            imports_factory = imports_factory or _imports_factory(cast(ast.ImportFrom, node))
-        if device and cpu and forward and discarded:
-            break
-    # A factory imported under another name (`zeros as z`, or `range`) makes calls no name test
-    # recognises: the import alone counts. So does a loader's name (its batches are on the CPU).
-    cpu = cpu or imports_factory or LOADER_NAME.search(source)
-    return SyntaxFacts(device, cpu, forward, discarded)
-
-
-def _nodes(tree: ast.AST) -> Iterator[ast.AST]:
-    """Every node but the expression contexts (a third of all nodes), in no particular order:
-    twice as fast as `ast.walk`."""
-    stack: list[ast.AST] = [tree]
-    while stack:
-        node = stack.pop()
-        yield node
-        for field in node._fields:
-            if field == "ctx":
+    units: dict[ast.AST, UnitFacts] = {}
+    forward = imports_factory = False
+    pending: list[tuple[ast.AST, list[ast.stmt]]] = [(tree, tree.body)]
+    known = CHILD_FIELDS
+    while pending:
+        owner, body = pending.pop()
+        units[owner] = facts = UnitFacts()
+        stack: list[object] = list(body)
+        # One loop, no generator or helper per node: the screen's walk is its whole cost.
+        while stack:
+            node = stack.pop()
+            kind = type(node)
+            if kind is ast.Name:
+                continue  # the commonest node, and a leaf
+            fields = known[kind] if kind in known else child_fields(kind)
+            if fields is None:
                 continue
-            value = getattr(node, field, None)
-            if type(value) is list:
-                stack.extend(item for item in value if isinstance(item, ast.AST))
-            elif isinstance(value, ast.AST):
-                stack.append(value)
+            if kind is ast.Call:
+                _read_call(cast(ast.Call, node), facts)
+            elif kind is ast.Constant:
+                value = cast(ast.Constant, node).value
+                if type(value) is str:
+                    facts.device_source = facts.device_source or value.startswith("cuda")
+                    facts.cpu_tensor_source = facts.cpu_tensor_source or value == "cpu"
+            elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+                definition = cast(ast.FunctionDef, node)
+                forward = forward or definition.name == "forward"
+                pending.append((definition, definition.body))  # a unit of its own
+                fields = _DEFINITION_HEADER
+            elif kind is ast.Expr:
+                moved = _is_move(cast(ast.Expr, node).value)
+                facts.discarded_move = facts.discarded_move or moved
+            elif kind is ast.ImportFrom:
+                imports_factory = imports_factory or _imports_factory(cast(ast.ImportFrom, node))
+            for name in fields:
+                child = getattr(node, name)
+                if type(child) is list:
+                    stack.extend(child)
+                elif child is not None:
+                    stack.append(child)
+    everywhere = imports_factory or bool(LOADER_NAME.search(source))
+    return SyntaxFacts(
+        device_source=any(facts.device_source for facts in units.values()),
+        cpu_tensor_source=everywhere or any(facts.cpu_tensor_source for facts in units.values()),
+        forward_method=forward,
+        discarded_move=any(facts.discarded_move for facts in units.values()),
+        units=units,
+        cpu_everywhere=everywhere,
+    )
+
+
+def _read_call(call: ast.Call, facts: UnitFacts) -> None:
+    if not facts.device_source:
+        facts.device_source = _places_on_device(call)
+    if not facts.cpu_tensor_source:
+        facts.cpu_tensor_source = _creates_on_cpu(call)
+    func = call.func
+    if isinstance(func, ast.Name):
+        facts.called.add(func.id)
+    elif isinstance(func, ast.Attribute) and func.attr == "numpy":
+        facts.numpy_call = True
+
+
+# What of a nested function belongs to the code around it: all but its body.
+_DEFINITION_HEADER = ("decorator_list", "args", "returns")
 
 
 def _method(call: ast.Call) -> str:

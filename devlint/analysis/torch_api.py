@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 # `torch.bernoulli`, `multinomial` and `poisson` sample where their input is (so combine, below);
 # `torch.normal` is a factory only when given numbers, so it is neither.
@@ -124,6 +125,22 @@ def is_torch_nn_class(qualified: str) -> bool:
         return False
     head, _, last = qualified.rpartition(".")
     return last[:1].isupper() and ".functional" not in head and ".init" not in head
+
+
+def derives_from_module(name: str, bases_of: Mapping[str, tuple[str, ...]]) -> bool:
+    """Whether class ``name`` of a file derives, there or through torch, from nn.Module;
+    ``bases_of`` maps the file's classes to their bases' qualified (or dotted) names."""
+    seen: set[str] = set()
+    pending = [name]
+    while pending:
+        current = pending.pop()
+        seen.add(current)
+        for base in bases_of.get(current, ()):
+            if base in MODULE_BASES or is_torch_nn_class(base):
+                return True
+            if base not in seen:
+                pending.append(base)
+    return False
 
 
 def nn_class_name(qualified: str) -> str:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import enum
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Optional
-
-import libcst as cst
 
 
 class Where(enum.Enum):
@@ -36,7 +35,7 @@ class Placement:
     where: Where
     device: str = ""  # how the device is written, for DEVICE
     evidence: str = ""  # "from the DataLoader", "moved to `device`"
-    origin: Optional[cst.CSTNode] = None  # the node the evidence points at
+    origin: Optional[ast.AST] = None  # the node (of CPython's tree) the evidence points at
 
     def same_place(self, other: Placement) -> bool:
         return self.where is other.where and self.device == other.device
@@ -78,7 +77,7 @@ UNKNOWN = Value(Kind.UNKNOWN)
 SCALAR = Value(Kind.SCALAR, scalar=True)
 
 
-def cpu_loader(evidence: str, origin: cst.CSTNode) -> Value:
+def cpu_loader(evidence: str, origin: ast.AST) -> Value:
     """A data loader: iterating it yields batches on the CPU."""
     placement = Placement(Where.CPU, evidence=evidence, origin=origin)
     return Value(Kind.LOADER, placement, item=Value(Kind.BATCH, placement))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from devlint.rules.base import Invalid, Rule
+from devlint.rules.base import FlowRule, Invalid, Rule
 from devlint.rules.cross_device_op import CrossDeviceOp
 from devlint.rules.deprecated_cuda_api import DeprecatedCudaApi
 from devlint.rules.discarded_device_move import DiscardedDeviceMove
@@ -30,4 +30,4 @@ ALL_RULES: tuple[type[Rule], ...] = (
 )
 RULES_BY_CODE: dict[str, type[Rule]] = {rule.code: rule for rule in ALL_RULES}
 
-__all__ = ["ALL_RULES", "RULES_BY_CODE", "Invalid", "Rule"]
+__all__ = ["ALL_RULES", "RULES_BY_CODE", "FlowRule", "Invalid", "Rule"]

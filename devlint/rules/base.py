@@ -6,12 +6,11 @@ import inspect
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Optional
 
-import libcst as cst
-
 if TYPE_CHECKING:
     from devlint.analysis.prefilter import TextTest
     from devlint.analysis.syntax_screen import SyntaxFacts
-    from devlint.context import FileContext, RawFix
+    from devlint.context import FileContext, FindingCollector, Node, RawFix
+    from devlint.flow_context import FlowContext
 
 
 @dataclass(frozen=True)
@@ -42,9 +41,6 @@ class Rule:
     # Further text tests, every one of which must match for a finding to be possible (a device
     # move, a tensor factory): where one fails the rule is skipped, and so perhaps the parse.
     required_patterns: ClassVar[tuple[TextTest, ...]] = ()
-    # Whether `may_fire_in` can reject files the text tests admit: where every rule the text
-    # tests leave does, CPython's tree decides whether LibCST needs to parse the file at all.
-    screens_syntax: ClassVar[bool] = False
     VALID: ClassVar[tuple[str, ...]] = ()
     INVALID: ClassVar[tuple[Invalid, ...]] = ()
 
@@ -65,13 +61,16 @@ class Rule:
 
     def report(
         self,
-        node: cst.CSTNode,
+        node: Node,
         message: str,
-        cited: tuple[cst.CSTNode, ...] = (),
+        cited: tuple[Node, ...] = (),
         fix: Optional[RawFix] = None,
     ) -> None:
         """Report ``node``; ``{line0}``, ``{line1}``... in the message become cited nodes' lines."""
-        self.context.report(self.code, self.name, node, message, cited, fix)
+        self._collector().report(self.code, self.name, node, message, cited, fix)
+
+    def _collector(self) -> FindingCollector:
+        return self.context
 
     @classmethod
     def may_fire(cls, source: str) -> bool:
@@ -81,10 +80,34 @@ class Rule:
         return all(pattern.search(source) for pattern in cls.required_patterns)
 
     @classmethod
-    def may_fire_in(cls, facts: SyntaxFacts) -> bool:
-        """Structural test, after the text test: False only where the rule cannot fire."""
-        return True
-
-    @classmethod
     def documentation(cls) -> str:
         return inspect.cleandoc(cls.__doc__ or "")
+
+
+class FlowRule(Rule):
+    """A device-flow rule: its ``visit_<Node>`` hooks take nodes of CPython's tree (``ast``),
+    and it reads the file through :attr:`analysis` rather than :attr:`Rule.context`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._analysis: Optional[FlowContext] = None
+
+    @property
+    def analysis(self) -> FlowContext:
+        assert self._analysis is not None, "begin_analysis() sets it before any visit"
+        return self._analysis
+
+    @classmethod
+    def may_fire_in(cls, facts: SyntaxFacts) -> bool:
+        """Structural test on CPython's tree, after the text test: False only where the rule
+        cannot fire. Where every flow rule is False, the interpreter does not run."""
+        return True
+
+    def begin_analysis(self, analysis: FlowContext) -> None:
+        self._analysis = analysis
+
+    def end_file(self) -> None:
+        self._analysis = None
+
+    def _collector(self) -> FindingCollector:
+        return self.analysis

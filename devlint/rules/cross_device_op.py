@@ -1,14 +1,14 @@
 from __future__ import annotations
 
-import libcst as cst
+import ast
 
 from devlint.analysis.operations import Citations, find_mismatch, operands
 from devlint.analysis.prefilter import CPU_TENSOR_SOURCE, DEVICE_SOURCE
 from devlint.analysis.syntax_screen import SyntaxFacts
-from devlint.rules.base import Invalid, Rule
+from devlint.rules.base import FlowRule, Invalid
 
 
-class CrossDeviceOp(Rule):
+class CrossDeviceOp(FlowRule):
     """
     ## What it does
     Flags an operation whose tensor operands are definitely on different
@@ -45,7 +45,6 @@ class CrossDeviceOp(Rule):
     summary = "operation mixing tensors on different devices"
     trigger_tokens = ("torch",)
     required_patterns = (DEVICE_SOURCE, CPU_TENSOR_SOURCE)
-    screens_syntax = True
 
     VALID = (
         "import torch\nx = torch.zeros(3).cuda()\ny = x + 1",
@@ -84,17 +83,17 @@ class CrossDeviceOp(Rule):
     def may_fire_in(cls, facts: SyntaxFacts) -> bool:
         return facts.device_source and facts.cpu_tensor_source
 
-    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+    def visit_BinOp(self, node: ast.BinOp) -> None:
         self._check(node)
 
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
         self._check(node)
 
-    def visit_Call(self, node: cst.Call) -> None:
+    def visit_Call(self, node: ast.Call) -> None:
         self._check(node)
 
-    def _check(self, node: cst.CSTNode) -> None:
-        found = find_mismatch(operands(node, self.context.flow))
+    def _check(self, node: ast.AST) -> None:
+        found = find_mismatch(operands(node, self.analysis.flow))
         if found is None:
             return
         citations = Citations()
@@ -102,8 +101,8 @@ class CrossDeviceOp(Rule):
         cpu_evidence = citations.of(found.cpu_value.placement)
         self.report(
             node,
-            f"mixes devices: `{self.context.source_of(found.device_node)}` is on "
+            f"mixes devices: `{self.analysis.source_of(found.device_node)}` is on "
             f"`{found.device_value.placement.device}` ({device_evidence}) but "
-            f"`{self.context.source_of(found.cpu_node)}` is on the CPU ({cpu_evidence})",
+            f"`{self.analysis.source_of(found.cpu_node)}` is on the CPU ({cpu_evidence})",
             citations.cited(),
         )

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-import libcst as cst
+import ast
 
 from devlint.analysis.calls import converts_dtype
 from devlint.analysis.operations import Citations
@@ -9,10 +9,10 @@ from devlint.analysis.torch_api import DEVICE_MOVES
 from devlint.analysis.values import Kind, Where
 from devlint.context import NodeEdit, RawFix
 from devlint.diagnostics import Applicability
-from devlint.rules.base import Invalid, Rule
+from devlint.rules.base import FlowRule, Invalid
 
 
-class DiscardedDeviceMove(Rule):
+class DiscardedDeviceMove(FlowRule):
     """
     ## What it does
     Flags `x.to(...)`, `x.cuda()` and `x.cpu()` written as a statement of their
@@ -51,7 +51,6 @@ class DiscardedDeviceMove(Rule):
     summary = "tensor device move whose result is thrown away"
     fixable = True
     trigger_tokens = (".to(", ".cuda(", ".cpu(")
-    screens_syntax = True
 
     VALID = (
         "import torch\nx = torch.zeros(3)\nx = x.to(device)",
@@ -98,18 +97,18 @@ class DiscardedDeviceMove(Rule):
     def may_fire_in(cls, facts: SyntaxFacts) -> bool:
         return facts.discarded_move
 
-    def visit_Expr(self, node: cst.Expr) -> None:
+    def visit_Expr(self, node: ast.Expr) -> None:
         call = node.value
-        if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Attribute):
+        if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute):
             return
-        if call.func.attr.value not in DEVICE_MOVES:
+        if call.func.attr not in DEVICE_MOVES:
             return
-        receiver = self.context.flow.value_of(call.func.value)
+        receiver = self.analysis.flow.value_of(call.func.value)
         if receiver.kind is not Kind.TENSOR:
             return
-        name = self.context.source_of(call.func.value)
+        name = self.analysis.source_of(call.func.value)
         citations = Citations()
-        if converts_dtype(call, self.context.names):
+        if converts_dtype(call, self.analysis.names):
             copy, stays = "a converted copy", f"`{name}` keeps its dtype"
         else:
             evidence = citations.of(receiver.placement)  # cited only where the message uses it
@@ -117,13 +116,14 @@ class DiscardedDeviceMove(Rule):
             copy = "a moved copy"
             stays = f"`{name}` stays on {place}" + (f" ({evidence})" if evidence else "")
         fix = None
-        if isinstance(call.func.value, cst.Name):
-            assignment = NodeEdit.insert_before(call, f"{name} = ")
+        if isinstance(call.func.value, ast.Name):
+            # Before the statement: it starts at the outermost parenthesis, the call inside it.
+            assignment = NodeEdit.insert_before(node, f"{name} = ")
             fix = RawFix(Applicability.UNSAFE, f"Assign the result to `{name}`", (assignment,))
         self.report(
             call,
-            f"`{self.context.source_of(call)}` returns {copy} that is thrown away: {stays}; "
-            f"assign it: `{name} = {self.context.source_of(call)}`",
+            f"`{self.analysis.source_of(call)}` returns {copy} that is thrown away: {stays}; "
+            f"assign it: `{name} = {self.analysis.source_of(call)}`",
             citations.cited(),
             fix,
         )

@@ -1,19 +1,18 @@
 from __future__ import annotations
 
+import ast
 from typing import Optional
 
-import libcst as cst
-
-from devlint.analysis.names import dotted_name
 from devlint.analysis.operations import Citations, find_mismatch, first_cpu_operand, operands
 from devlint.analysis.prefilter import CPU_TENSOR_SOURCE, DEVICE_OR_INPUT_SOURCE
+from devlint.analysis.syntax import call_arguments, dotted_name
 from devlint.analysis.syntax_screen import SyntaxFacts
 from devlint.analysis.torch_api import FUNCTIONAL_LOSSES, looks_like_loss
-from devlint.analysis.values import Kind, Value, Where
-from devlint.rules.base import Invalid, Rule
+from devlint.analysis.values import UNKNOWN, Kind, Value, Where
+from devlint.rules.base import FlowRule, Invalid
 
 
-class MissingDeviceMove(Rule):
+class MissingDeviceMove(FlowRule):
     """
     ## What it does
     Flags a CPU tensor reaching something on another device: the input of a
@@ -58,7 +57,6 @@ class MissingDeviceMove(Rule):
     summary = "CPU tensor reaching a module, loss or input on another device"
     trigger_tokens = ("torch",)
     required_patterns = (DEVICE_OR_INPUT_SOURCE, CPU_TENSOR_SOURCE)
-    screens_syntax = True
 
     VALID = (
         "import torch\nfrom torch import nn\nmodel = nn.Linear(3, 2).to(device)\n"
@@ -147,10 +145,12 @@ class MissingDeviceMove(Rule):
     def may_fire_in(cls, facts: SyntaxFacts) -> bool:
         return (facts.device_source or facts.forward_method) and facts.cpu_tensor_source
 
-    def visit_Call(self, node: cst.Call) -> None:
-        flow = self.context.flow
+    def visit_Call(self, node: ast.Call) -> None:
+        flow = self.analysis.flow
+        arguments = [(value, flow.value_of(value)) for value in call_arguments(node)]
+        if all(value is UNKNOWN for _, value in arguments):
+            return  # every check below needs an argument whose placement is known
         callee = flow.value_of(node.func)
-        arguments = [(arg.value, flow.value_of(arg.value)) for arg in node.args]
         if callee.is_loss and callee.cpu_weight is not None and callee.where is Where.CPU:
             self._check_loss_weight(node, callee, arguments)
         elif self._is_loss(node, callee):
@@ -158,22 +158,22 @@ class MissingDeviceMove(Rule):
         elif callee.where is Where.DEVICE and callee.kind in (Kind.MODULE, Kind.UNKNOWN):
             self._check_module_input(node, callee, arguments)
 
-    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+    def visit_BinOp(self, node: ast.BinOp) -> None:
         self._check_forward_operation(node)
 
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
         self._check_forward_operation(node)
 
-    def _is_loss(self, node: cst.Call, callee: Value) -> bool:
+    def _is_loss(self, node: ast.Call, callee: Value) -> bool:
         if callee.is_loss:
             return True
-        if self.context.names.qualified_name(node.func) in FUNCTIONAL_LOSSES:
+        if self.analysis.names.qualified_syntax_name(node.func) in FUNCTIONAL_LOSSES:
             return True
         name = dotted_name(node.func)
         return name is not None and looks_like_loss(name)
 
     def _check_module_input(
-        self, node: cst.Call, module: Value, arguments: list[tuple[cst.BaseExpression, Value]]
+        self, node: ast.Call, module: Value, arguments: list[tuple[ast.expr, Value]]
     ) -> None:
         found = first_cpu_operand(arguments)
         if found is None:
@@ -184,13 +184,13 @@ class MissingDeviceMove(Rule):
         module_evidence = citations.of(module.placement)
         self.report(
             argument,
-            f"`{self.context.source_of(argument)}` is on the CPU ({cpu_evidence}) but "
-            f"`{self.context.source_of(node.func)}` was {module_evidence}: move the input with "
+            f"`{self.analysis.source_of(argument)}` is on the CPU ({cpu_evidence}) but "
+            f"`{self.analysis.source_of(node.func)}` was {module_evidence}: move the input with "
             f"`.to({module.placement.device})`",
             citations.cited(),
         )
 
-    def _check_loss(self, arguments: list[tuple[cst.BaseExpression, Value]]) -> None:
+    def _check_loss(self, arguments: list[tuple[ast.expr, Value]]) -> None:
         found = find_mismatch(arguments[:2])
         if found is None:
             return
@@ -200,14 +200,14 @@ class MissingDeviceMove(Rule):
         device_evidence = citations.of(found.device_value.placement)
         self.report(
             found.cpu_node,
-            f"`{self.context.source_of(found.cpu_node)}` is on the CPU ({cpu_evidence}) but "
-            f"`{self.context.source_of(found.device_node)}` is on `{device}` "
+            f"`{self.analysis.source_of(found.cpu_node)}` is on the CPU ({cpu_evidence}) but "
+            f"`{self.analysis.source_of(found.device_node)}` is on `{device}` "
             f"({device_evidence}): move it with `.to({device})`",
             citations.cited(),
         )
 
     def _check_loss_weight(
-        self, node: cst.Call, loss: Value, arguments: list[tuple[cst.BaseExpression, Value]]
+        self, node: ast.Call, loss: Value, arguments: list[tuple[ast.expr, Value]]
     ) -> None:
         on_device = next((pair for pair in arguments if pair[1].is_on_device()), None)
         if on_device is None or loss.cpu_weight is None:
@@ -215,20 +215,20 @@ class MissingDeviceMove(Rule):
         citations = Citations()
         weight_evidence = citations.of(loss.cpu_weight.placement)
         device_evidence = citations.of(on_device[1].placement)
-        name = self.context.source_of(node.func)
+        name = self.analysis.source_of(node.func)
         self.report(
             node,
             f"`{name}` holds a `weight` on the CPU ({weight_evidence}) but its input "
-            f"`{self.context.source_of(on_device[0])}` is on `{on_device[1].placement.device}` "
+            f"`{self.analysis.source_of(on_device[0])}` is on `{on_device[1].placement.device}` "
             f"({device_evidence}): move the loss with `{name}.to(...)` or create the weight there",
             citations.cited(),
         )
 
-    def _check_forward_operation(self, node: cst.CSTNode) -> None:
-        pairs = operands(node, self.context.flow)
+    def _check_forward_operation(self, node: ast.AST) -> None:
+        pairs = operands(node, self.analysis.flow)
         if not any(value.where is Where.INPUT and not value.scalar for _, value in pairs):
             return
-        found: Optional[tuple[cst.BaseExpression, Value]] = first_cpu_operand(pairs)
+        found: Optional[tuple[ast.expr, Value]] = first_cpu_operand(pairs)
         if found is None:
             return
         created, value = found
@@ -237,8 +237,8 @@ class MissingDeviceMove(Rule):
         evidence = citations.of(value.placement)
         self.report(
             created,
-            f"`{self.context.source_of(created)}` is {evidence} inside `forward` but combined "
-            f"with `{self.context.source_of(input_node)}`, which follows the module's device: "
+            f"`{self.analysis.source_of(created)}` is {evidence} inside `forward` but combined "
+            f"with `{self.analysis.source_of(input_node)}`, which follows the module's device: "
             "create it with `device=` the input's device (or register it as a buffer)",
             citations.cited(),
         )

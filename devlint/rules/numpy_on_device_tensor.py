@@ -1,17 +1,18 @@
 from __future__ import annotations
 
-import libcst as cst
+import ast
 
 from devlint.analysis.operations import Citations
 from devlint.analysis.prefilter import DEVICE_SOURCE
+from devlint.analysis.syntax import has_arguments, method_name
 from devlint.analysis.syntax_screen import SyntaxFacts
 from devlint.analysis.values import Where
 from devlint.context import NodeEdit, RawFix
 from devlint.diagnostics import Applicability
-from devlint.rules.base import Invalid, Rule
+from devlint.rules.base import FlowRule, Invalid
 
 
-class NumpyOnDeviceTensor(Rule):
+class NumpyOnDeviceTensor(FlowRule):
     """
     ## What it does
     Flags `.numpy()` on a tensor that may be on a GPU (moved with `.to(device)`
@@ -47,7 +48,6 @@ class NumpyOnDeviceTensor(Rule):
     fixable = True
     trigger_tokens = (".numpy(",)
     required_patterns = (DEVICE_SOURCE,)
-    screens_syntax = True
 
     VALID = (
         "import torch\nx = torch.zeros(3).to(device)\na = x.cpu().numpy()",
@@ -83,14 +83,14 @@ class NumpyOnDeviceTensor(Rule):
     def may_fire_in(cls, facts: SyntaxFacts) -> bool:
         return facts.device_source
 
-    def visit_Call(self, node: cst.Call) -> None:
+    def visit_Call(self, node: ast.Call) -> None:
         func = node.func
-        if not isinstance(func, cst.Attribute) or func.attr.value != "numpy" or node.args:
+        if not isinstance(func, ast.Attribute) or func.attr != "numpy" or has_arguments(node):
             return
-        receiver = self.context.flow.value_of(func.value)
+        receiver = self.analysis.flow.value_of(func.value)
         if receiver.where is not Where.DEVICE:
             return
-        name = self.context.source_of(func.value)
+        name = self.analysis.source_of(func.value)
         citations = Citations()
         evidence = citations.of(receiver.placement)
         self.report(
@@ -101,6 +101,7 @@ class NumpyOnDeviceTensor(Rule):
             RawFix(
                 Applicability.SAFE,
                 "Insert `.cpu()`",
-                (NodeEdit.insert_after(func.value, ".cpu()"),),
+                # `.cpu()` before the method's name: past any parentheses around the receiver.
+                (NodeEdit.insert_before(method_name(func), "cpu()."),),
             ),
         )

@@ -1,22 +1,22 @@
 from __future__ import annotations
 
-from typing import Optional
+import ast
+from typing import Optional, Union
 
-import libcst as cst
-
-from devlint.analysis.devices import argument
-from devlint.analysis.names import dotted_name
 from devlint.analysis.prefilter import FORWARD_METHOD, SELF_FACTORY_ASSIGNMENT
+from devlint.analysis.syntax import argument, call_arguments, dotted_name, nodes_below
+from devlint.analysis.syntax_screen import SyntaxFacts
 from devlint.analysis.torch_api import FACTORIES, SCALAR_CAPABLE_FACTORIES
-from devlint.rules.base import Invalid, Rule
-from devlint.traversal import visit
+from devlint.rules.base import FlowRule, Invalid
 
 # Methods that show the class moves its own tensors, or reads of an attribute that adapt it.
 _SELF_MOVING_METHODS = frozenset({"to", "cuda", "_apply"})
 _ADAPTING_METHODS = frozenset({"to", "cuda", "type_as", "cpu"})
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 
 
-class TensorAttributeNotBuffer(Rule):
+class TensorAttributeNotBuffer(FlowRule):
     """
     ## What it does
     Flags a plain tensor stored on `self` in an `nn.Module`'s `__init__`
@@ -105,14 +105,17 @@ class TensorAttributeNotBuffer(Rule):
         ),
     )
 
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        flow = self.context.flow
-        if not flow.is_module_class(node.name.value):
+    @classmethod
+    def may_fire_in(cls, facts: SyntaxFacts) -> bool:
+        return facts.forward_method
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        if not self.analysis.flow.is_module_class(node.name):
             return
         methods = {
-            statement.name.value: statement
-            for statement in node.body.body
-            if isinstance(statement, cst.FunctionDef)
+            statement.name: statement
+            for statement in node.body
+            if isinstance(statement, _FUNCTIONS)
         }
         init, forward = methods.get("__init__"), methods.get("forward")
         if init is None or forward is None or _SELF_MOVING_METHODS & methods.keys():
@@ -138,91 +141,67 @@ class TensorAttributeNotBuffer(Rule):
                     (use,),
                 )
 
-    def _plain_tensor_attributes(self, init: cst.FunctionDef) -> list[tuple[cst.CSTNode, str]]:
-        found: list[tuple[cst.CSTNode, str]] = []
-        for statement in init.body.body:
-            if not isinstance(statement, cst.SimpleStatementLine):
+    def _plain_tensor_attributes(self, init: FunctionNode) -> list[tuple[ast.Assign, str]]:
+        found: list[tuple[ast.Assign, str]] = []
+        for statement in init.body:
+            if not isinstance(statement, ast.Assign) or len(statement.targets) != 1:
                 continue
-            for small in statement.body:
-                if not isinstance(small, cst.Assign) or len(small.targets) != 1:
-                    continue
-                target = dotted_name(small.targets[0].target)
-                on_self = target and target.startswith("self.") and target.count(".") == 1
-                if on_self and target and self._is_plain_tensor(small.value):
-                    found.append((small, target[len("self.") :]))
+            target = dotted_name(statement.targets[0])
+            on_self = target and target.startswith("self.") and target.count(".") == 1
+            if on_self and target and self._is_plain_tensor(statement.value):
+                found.append((statement, target[len("self.") :]))
         return found
 
-    def _is_plain_tensor(self, value: cst.BaseExpression) -> bool:
-        if not isinstance(value, cst.Call):
+    def _is_plain_tensor(self, value: ast.expr) -> bool:
+        if not isinstance(value, ast.Call):
             return False
-        qualified = self.context.names.qualified_name(value.func)
+        qualified = self.analysis.names.qualified_syntax_name(value.func)
         if qualified not in FACTORIES or argument(value, -1, "device") is not None:
             return False
         if qualified in SCALAR_CAPABLE_FACTORIES:
-            first = value.args[0].value if value.args else None
-            return isinstance(first, (cst.List, cst.Tuple, cst.ListComp))
+            passed = call_arguments(value)
+            return bool(passed) and isinstance(passed[0], (ast.List, ast.Tuple, ast.ListComp))
         return True
 
 
-class _SelfAttributes(cst.CSTVisitor):
-    """Assignments to ``self.x`` and reads of ``self.<name>`` in one method."""
-
-    def __init__(self, name: Optional[str] = None) -> None:
-        self.assigned: set[str] = set()
-        self.name = name
-        self.first_use: Optional[cst.CSTNode] = None
-        self._adapted: set[int] = set()
-
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        target = dotted_name(node.target)
-        if target and target.startswith("self."):
-            self.assigned.add(target[len("self.") :])
-
-    def visit_Call(self, node: cst.Call) -> None:
-        func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value in _ADAPTING_METHODS:
-            self._adapted.add(id(func.value))
-
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        if self.first_use is not None or id(node) in self._adapted:
-            return
-        if dotted_name(node) == f"self.{self.name}":
-            self.first_use = node
+def _self_assignments(method: FunctionNode) -> set[str]:
+    """The attributes of `self` a method assigns (`self.x = ...`)."""
+    assigned: set[str] = set()
+    for statement in method.body:
+        for node in nodes_below(statement):
+            if isinstance(node, ast.Assign):
+                targets = (dotted_name(target) or "" for target in node.targets)
+                assigned.update(t[len("self.") :] for t in targets if t.startswith("self."))
+    return assigned
 
 
-def _self_assignments(method: cst.FunctionDef) -> set[str]:
-    visitor = _SelfAttributes()
-    visit(method.body, visitor)
-    return visitor.assigned
+def _reads_its_inputs(forward: FunctionNode) -> bool:
+    params = forward.args
+    inputs = {param.arg for param in (*params.posonlyargs, *params.args)[1:]}
+    inputs |= {param.arg for param in params.kwonlyargs}
+    inputs |= {star.arg for star in (params.vararg, params.kwarg) if star is not None}
+    return any(
+        isinstance(node, ast.Name) and node.id in inputs
+        for statement in forward.body
+        for node in nodes_below(statement)
+    )
 
 
-def _reads_its_inputs(forward: cst.FunctionDef) -> bool:
-    params = forward.params
-    inputs = {param.name.value for param in (*params.posonly_params, *params.params)[1:]}
-    inputs |= {param.name.value for param in params.kwonly_params}
-    inputs |= {
-        star.name.value
-        for star in (params.star_arg, params.star_kwarg)
-        if isinstance(star, cst.Param)
+def _first_plain_use(forward: FunctionNode, attribute: str) -> Optional[ast.Attribute]:
+    """The first read of `self.<attribute>` that does not adapt it (`self.x.to(...)` does)."""
+    nodes = [node for statement in forward.body for node in nodes_below(statement)]
+    adapted = {
+        id(node.func.value)
+        for node in nodes
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in _ADAPTING_METHODS
     }
-    reads = _NameReads(inputs)
-    visit(forward.body, reads)
-    return reads.found
-
-
-class _NameReads(cst.CSTVisitor):
-    """Whether any of ``names`` is read in a function body."""
-
-    def __init__(self, names: set[str]) -> None:
-        self.names = names
-        self.found = False
-
-    def visit_Name(self, node: cst.Name) -> bool:
-        self.found = self.found or node.value in self.names
-        return False
-
-
-def _first_plain_use(forward: cst.FunctionDef, attribute: str) -> Optional[cst.CSTNode]:
-    visitor = _SelfAttributes(attribute)
-    visit(forward.body, visitor)
-    return visitor.first_use
+    uses = [
+        node
+        for node in nodes
+        if isinstance(node, ast.Attribute)
+        and id(node) not in adapted
+        and dotted_name(node) == f"self.{attribute}"
+    ]
+    return min(uses, key=lambda node: (node.lineno, node.col_offset), default=None)

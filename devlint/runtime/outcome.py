@@ -7,6 +7,7 @@ them back onto the user's files.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -97,11 +98,18 @@ class RunOutcome:
         )
 
     def write(self, path: Path) -> None:
-        path.write_text(json.dumps(self.to_json()), encoding="utf-8")
+        """Written whole or not at all: the parent may stop the child at any moment."""
+        partial = path.with_name(path.name + ".partial")
+        partial.write_text(json.dumps(self.to_json()), encoding="utf-8")
+        os.replace(partial, path)
 
     @classmethod
-    def read(cls, path: Path) -> RunOutcome:
-        return cls.from_json(json.loads(path.read_text(encoding="utf-8")))
+    def read(cls, path: Path) -> Optional[RunOutcome]:
+        """The child's report; None where there is none, or none that can be read."""
+        try:
+            return cls.from_json(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError, TypeError, AttributeError, KeyError):
+            return None
 
 
 @dataclass(frozen=True)

@@ -298,9 +298,8 @@ def _outcome(
 ) -> RunOutcome:
     """What the child reported, or what its end tells where it could not report."""
     timed_out = f"timed out after {limits.timeout:g} s"
-    result = Path(job.result)
-    if result.is_file():
-        outcome = RunOutcome.read(result)
+    outcome = RunOutcome.read(Path(job.result))
+    if outcome is not None:
         if stopped == TIMEOUT:
             outcome.status, outcome.detail = TIMEOUT, timed_out
         return outcome
