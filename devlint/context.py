@@ -118,11 +118,10 @@ class FindingCollector:
 class FileContext(FindingCollector):
     """Per-file state: the module, the analysis trackers, and the findings so far."""
 
-    def __init__(self, path: str, module: cst.Module, source: str = "") -> None:
+    def __init__(self, path: str, module: cst.Module) -> None:
         super().__init__()
         self.path = path
         self.module = module
-        self.source = source
         self.names = ImportMap()
         self.names.add_statements(module.body)
         self.guards = GuardTracker(ConditionClassifier(self.names))

@@ -370,7 +370,7 @@ def _run_rules(
 ) -> list[tuple[Finding, tuple[int, ...]]]:
     """Findings of the ``active`` rules, each with the rows where a `# noqa` comment silences it
     (``syntax_tree``: CPython's parse of the source, where there is one already)."""
-    context = FileContext(path, module, source)
+    context = FileContext(path, module)
     try:
         with _deep_recursion():
             rules.walker(context, active, errors).walk(module)

@@ -4,9 +4,9 @@ The flow rules read CPython's tree, not LibCST's (see :mod:`devlint.analysis.syn
 for why). Their ``visit_<ast class>`` hooks do not walk the tree: the interpreter
 logs each node of those classes as it evaluates it, with the simple statement it
 is in (where a `# noqa` comment counts), and the hooks run over that log. A node
-the interpreter never evaluates has no placement, so no flow rule could report
-it; nothing inside `with pytest.raises(...)` is logged, for the code there is
-meant to fail.
+the interpreter never evaluates (in a lambda, in a function the screen shows
+cannot report) has no placement, so no flow rule could report it; nothing inside
+`with pytest.raises(...)` is logged, for the code there is meant to fail.
 """
 
 from __future__ import annotations

@@ -86,7 +86,8 @@ class Rule:
 
 class FlowRule(Rule):
     """A device-flow rule: its ``visit_<Node>`` hooks take nodes of CPython's tree (``ast``),
-    and it reads the file through :attr:`analysis` rather than :attr:`Rule.context`."""
+    those the interpreter evaluated, and it reads the file through :attr:`analysis` rather
+    than :attr:`Rule.context`."""
 
     def __init__(self) -> None:
         super().__init__()
