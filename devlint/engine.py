@@ -95,15 +95,15 @@ class RuleSet:
 
     def flow_hooks(
         self, context: FlowContext, active: Sequence[FlowRule], errors: list[InternalError]
-    ) -> dict[type, list[SyntaxHook]]:
-        """The active flow rules' hooks, by node class of CPython's tree, each guarded."""
+    ) -> dict[type, SyntaxHook]:
+        """The active flow rules' hooks, one call by node class of CPython's tree, guarded."""
         for rule in active:
             rule.begin_analysis(context)
         broken: set[str] = set()
         crashed = _crash_recorder(context.path, broken, errors)
         visit = _hooks_of(self._flow_visit, active)
         return {
-            node_type: [_chain(None, hooks, None, broken, crashed)]
+            node_type: _chain(None, hooks, None, broken, crashed)
             for node_type, hooks in visit.items()
         }
 

@@ -12,7 +12,7 @@ cannot report) has no placement, so no flow rule could report it; nothing inside
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Optional
 
 from devlint.analysis.flow import DeviceFlow
@@ -56,14 +56,13 @@ class FlowContext(FindingCollector):
         """The code of ``node`` on one line, shortened for messages."""
         return self.text.code_of(node, limit)
 
-    def run(self, hooks: Mapping[type, Sequence[SyntaxHook]]) -> None:
-        """Analyse the file, then pass each node it evaluated to the hooks for its exact class."""
+    def run(self, hooks: Mapping[type, SyntaxHook]) -> None:
+        """Analyse the file, then pass each node it evaluated to the hook for its exact class."""
         self._flow = DeviceFlow(self.tree, self.names, self.text, hooks.keys(), self.facts)
         seen: set[int] = set()
         for node, statement in self._flow.visits:
             if id(node) not in seen:  # an argument may be evaluated twice
                 seen.add(id(node))
                 self._statement = statement
-                for hook in hooks[type(node)]:
-                    hook(node)
+                hooks[type(node)](node)
         self._statement = None

@@ -163,7 +163,7 @@ def test_functions_are_analysed_where_a_rule_could_report(source: str, reported:
     tree = ast.parse(source)
     facts = syntax_facts(tree, source)
     context = FlowContext("a.py", tree, SourceText(source), facts)
-    context.run({ast.BinOp: [lambda node: None], ast.Call: [lambda node: None]})
+    context.run({ast.BinOp: lambda node: None, ast.Call: lambda node: None})
     function = tree.body[-1]
     assert isinstance(function, ast.FunctionDef)
     analysed = any(statement is function.body[0] for _, statement in context.flow.visits)

@@ -188,8 +188,10 @@ class DeviceFlow(CallEvaluator):
     def _may_report(self, function: FunctionNode, unit: Unit) -> bool:
         """Whether a flow rule could report in ``function``, from what its code, the module's
         globals and the helpers it calls can place (see `syntax_screen`); True where unknown."""
-        facts = self.facts.units.get(function) if self.facts is not None else None
-        if facts is None or self.facts is None or facts.discarded_move:
+        if self.facts is None:
+            return True
+        facts = self.facts.units.get(function)
+        if facts is None or facts.discarded_move:
             return True
         device, cpu = self._reachable(function)
         script = self._reachable(self._module)

@@ -26,15 +26,14 @@ _LINE_END = re.compile(r"\r\n|\r|\n")
 _NOT_NODES = frozenset(
     "ctx id attr arg name asname module level kind type_comment conversion is_async".split()
 )
-# The node fields of each class, learnt on first sight (see `child_fields`).
+# The node fields of each class, learnt on first sight: walkers look here, and call
+# `child_fields` for a class they have not met.
 CHILD_FIELDS: dict[type, Optional[tuple[str, ...]]] = {}
 
 
 def child_fields(kind: type) -> Optional[tuple[str, ...]]:
-    """The fields of a node class that may hold nodes; None for what is not a node."""
-    known = CHILD_FIELDS.get(kind, False)
-    if known is not False:
-        return known  # type: ignore[return-value]
+    """The fields of a node class that may hold nodes (None for what is not a node), recorded
+    in `CHILD_FIELDS`."""
     fields: Optional[tuple[str, ...]]
     if not issubclass(kind, ast.AST):
         fields = None  # a string in `global a, b`, the None key of `{**d}`
@@ -80,9 +79,9 @@ def dotted_name(node: ast.AST) -> Optional[str]:
 
 def argument(call: ast.Call, position: int, keyword: str) -> Optional[ast.expr]:
     """The argument passed at ``position`` or as ``keyword=``, if any (None past a ``*args``)."""
-    for passed in call.keywords:
-        if passed.arg == keyword:
-            return passed.value
+    named = keyword_value(call, keyword)
+    if named is not None:
+        return named
     if position < 0 or position >= len(call.args):
         return None
     if any(type(arg) is ast.Starred for arg in call.args[: position + 1]):
@@ -144,27 +143,23 @@ class SourceText:
         end = starts[number] if number < len(starts) else len(self.source)
         return self.source[start:end].rstrip("\r\n")
 
-    def offset(self, line: int, byte_column: int) -> int:
-        """The index in the text of CPython's (line, UTF-8 byte column)."""
+    def column(self, line: int, byte_column: int) -> int:
+        """The character column of CPython's (line, UTF-8 byte column)."""
         text = self.line(line)
-        column = byte_column if text.isascii() else len(text.encode()[:byte_column].decode())
-        return self._line_starts()[line - 1] + column
+        return byte_column if text.isascii() else len(text.encode()[:byte_column].decode())
 
     def range_of(self, node: ast.AST) -> CodeRange:
         """Where ``node`` starts and ends, with 0-based character columns, as LibCST gives."""
-        start_offset = self.offset(node.lineno, node.col_offset)  # type: ignore[attr-defined]
-        end_line: int = node.end_lineno  # type: ignore[attr-defined]
-        end_offset = self.offset(end_line, node.end_col_offset)  # type: ignore[attr-defined]
-        starts = self._line_starts()
+        line, end_line = node.lineno, node.end_lineno  # type: ignore[attr-defined]
         return CodeRange(
-            CodePosition(node.lineno, start_offset - starts[node.lineno - 1]),  # type: ignore[attr-defined]
-            CodePosition(end_line, end_offset - starts[end_line - 1]),
+            CodePosition(line, self.column(line, node.col_offset)),  # type: ignore[attr-defined]
+            CodePosition(end_line, self.column(end_line, node.end_col_offset)),  # type: ignore[attr-defined]
         )
 
     def segment(self, node: ast.AST) -> str:
-        start = self.offset(node.lineno, node.col_offset)  # type: ignore[attr-defined]
-        end = self.offset(node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
-        return self.source[start:end]
+        span, starts = self.range_of(node), self._line_starts()
+        start = starts[span.start.line - 1] + span.start.column
+        return self.source[start : starts[span.end.line - 1] + span.end.column]
 
     def code_of(self, node: ast.AST, limit: int = 60) -> str:
         """The code of ``node`` on one line, shortened for messages."""

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from devlint.analysis.prefilter import LOADER_NAME
-from devlint.analysis.syntax import CHILD_FIELDS, child_fields
+from devlint.analysis.syntax import CHILD_FIELDS, child_fields, has_arguments
 from devlint.analysis.torch_api import DEVICE_MOVES, FACTORY_NAMES
 
 
@@ -133,7 +133,7 @@ def _is_move(node: ast.expr) -> bool:
 
 def _places_on_device(call: ast.Call) -> bool:
     method = _method(call)
-    if method == "cuda" or (method == "to" and (call.args or call.keywords)):
+    if method == "cuda" or (method == "to" and has_arguments(call)):
         return True
     return any(
         keyword.arg == "device" and not _is_none_or_cpu(keyword.value) for keyword in call.keywords
