@@ -1,0 +1,177 @@
+"""The real-bug benchmark's miner matching and scorer arithmetic (never its figures)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import REPO_ROOT
+
+sys.path.insert(0, str(REPO_ROOT / "bench" / "realbugs"))
+from matching import classify, insertions
+from mine import Case, merge, mine, read_cases, write_cases
+from score import Outcome, Span, codes_at, statement_span, table, tally
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "category"),
+    [
+        ("idx = torch.arange(n)", "idx = torch.arange(n, device=x.device)", "factory-device"),
+        (
+            "m = torch.zeros(b, k) + x",
+            "m = torch.zeros(b, k, device=x.device) + x",
+            "factory-device",
+        ),
+        (
+            "t = torch.tensor([1.0], dtype=d)",
+            "t = torch.tensor([1.0], device=dev, dtype=d)",
+            "factory-device",
+        ),
+        ("loss = crit(out, y)", "loss = crit(out, y.to(device))", "missing-move"),
+        ("z = a + b", "z = a + b.type_as(a)", "missing-move"),
+        ("z = a + b", "z = a + b.cuda()", "missing-move"),
+        ("mask = m[idx]", "mask = m[idx.to(m.device)]", "missing-move"),
+        ("x.to(device)", "x = x.to(device)", "discarded-move"),
+        ("batch.cuda()", "batch = batch.cuda()", "discarded-move"),
+        ("self.mask = torch.ones(3)", 'self.register_buffer("mask", torch.ones(3))', "buffer"),
+        ("self.mask = m", "self.register_buffer('mask', m, persistent=False)", "buffer"),
+        ("ckpt = torch.load(p)", "ckpt = torch.load(p, map_location='cpu')", "map-location"),
+        ("a = x.numpy()", "a = x.cpu().numpy()", "numpy-cpu"),
+        ("a = x.detach().numpy()", "a = x.detach().cpu().numpy()", "numpy-cpu"),
+        ("a = np.mean(x)", "a = np.mean(x.cpu())", "numpy-cpu"),
+        ("model = Net().cuda()", "model = Net().to(device)", "unguarded-cuda"),
+        ("x = x.cuda()", "x = x.cuda() if torch.cuda.is_available() else x", "unguarded-cuda"),
+        ("m = torch.cuda.memory_cached()", "m = torch.cuda.memory_reserved()", "deprecated-api"),
+        ("with torch.cuda.amp.autocast():", "with torch.amp.autocast():", "deprecated-api"),
+        ('x = x.to("cuda:1")', "x = x.to(device)", "ordinal"),
+        ("x = x.cuda(1)", "x = x.cuda()", "ordinal"),
+    ],
+)
+def test_device_fixes_are_recognised(before: str, after: str, category: str) -> None:
+    match = classify(before, after)
+    assert match is not None and match.category == category
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        # dtype conversions and renames are no device fixes
+        ("y = x", "y = x.to(torch.float32)"),
+        ("y = x", "y = x.to(x.dtype)"),
+        ("y = f(x)", "y = g(x)"),
+        # a factory made explicitly on the CPU is not a move to the device
+        ("t = torch.zeros(3)", "t = torch.zeros(3, device='cpu')"),
+        ("t = torch.zeros(3)", 't = torch.zeros(3, device=torch.device("cpu"))'),
+        # `device=` added to a call that is no tensor factory
+        ("m = build(cfg)", "m = build(cfg, device=dev)"),
+        # comments and docstring lines
+        ("# x = torch.zeros(3)", "# x = torch.zeros(3, device=d)"),
+        (">>> x.numpy()", ">>> x.cpu().numpy()"),
+        # a discarded move whose fix assigns to another name
+        ("x.to(device)", "y = x.to(device)"),
+        # a whitespace-only change
+        ("x = torch.zeros( 3 )", "x = torch.zeros(3)"),
+        # a move together with a new argument is two changes, not a one-line device fix
+        ("y = f(x)", "y = f(x.to(device), z)"),
+        # a buffer under another name
+        ("self.a = t", "self.register_buffer('b', t)"),
+        # an ordinal moved to another ordinal is no fix
+        ('x = x.to("cuda:1")', 'x = x.to("cuda:2")'),
+    ],
+)
+def test_near_misses_are_rejected(before: str, after: str) -> None:
+    assert classify(before, after) is None
+
+
+def test_insertions_lists_every_placement() -> None:
+    assert insertions("x.numpy()", "x.cpu().numpy()") == [(1, ".cpu()"), (2, "cpu().")]
+    assert insertions("abc", "abc") == []
+
+
+def _commit_file(repo: Path, text: str, message: str) -> None:
+    (repo / "train.py").write_text(text)
+    subprocess.run(["git", "add", "train.py"], cwd=repo, check=True)
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", message],
+        cwd=repo,
+        check=True,
+    )
+
+
+def test_miner_reads_history_and_keeps_readings(tmp_path: Path) -> None:
+    repo = tmp_path / "owner+name" / "repo"
+    repo.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    _commit_file(repo, "import torch\nx = torch.zeros(3)\ny = x.numpy()\n", "first")
+    _commit_file(repo, "import torch\nx = torch.zeros(3)\ny = x.cpu().numpy()\n", "fix numpy")
+    cases = mine(repo)
+    assert [(c.repo, c.category, c.line_before, c.line_after, c.subject) for c in cases] == [
+        ("owner/name", "numpy-cpu", 3, 3, "fix numpy")
+    ]
+    assert cases[0].codes == ["DEV007"] and cases[0].before == "y = x.numpy()"
+
+    store = tmp_path / "cases.jsonl"
+    cases[0].verified, cases[0].note = True, "read"
+    write_cases(store, cases)
+    again = merge(read_cases(store), mine(repo), {"owner/name"})
+    assert (again[0].verified, again[0].note) == (True, "read")
+
+
+def _case(category: str, codes: list[str], verified: bool | None = True) -> Case:
+    return Case("o/r", "c" * 40, "p" * 40, "a.py", 3, 3, category, codes, "b", "a", "s", verified)
+
+
+def test_scorer_counts_hits_any_code_and_false_alarms() -> None:
+    outcomes = [
+        Outcome(_case("numpy-cpu", ["DEV007"]), {"DEV007"}, set()),
+        Outcome(_case("numpy-cpu", ["DEV007"]), {"DEV005"}, {"DEV007"}),
+        Outcome(_case("buffer", ["DEV009"]), {"DEV000"}, set()),
+        Outcome(_case("buffer", ["DEV009"]), set(), set()),
+    ]
+    tallies = tally(outcomes)
+    assert (tallies["numpy-cpu"].hits, tallies["numpy-cpu"].hits_any) == (1, 2)
+    assert tallies["numpy-cpu"].false_alarms == 1
+    assert (tallies["buffer"].cases, tallies["buffer"].hits_any) == (2, 0)
+    assert (tallies["all"].cases, tallies["all"].hits, tallies["all"].hits_any) == (4, 1, 2)
+    printed = table("t", tallies)
+    assert "numpy-cpu             2    50.0%    100.0%         50.0%" in printed
+    assert printed.splitlines()[-1].split()[:3] == ["all", "4", "25.0%"]
+
+
+def test_statement_span_covers_continuations_and_compound_headers() -> None:
+    source = textwrap.dedent(
+        """\
+        def f(x):
+            y = g(
+                x,
+            )
+            if y.numpy(
+            ):
+                return y
+        """
+    )
+    assert statement_span(source, 3) == Span(2, 4)
+    assert statement_span(source, 5) == Span(5, 6)
+    assert statement_span(source, 7) == Span(7, 7)
+    assert statement_span("x = (", 1) == Span(1, 1)
+
+
+def test_findings_count_where_they_overlap_the_statement() -> None:
+    findings: list[dict[str, object]] = [
+        {
+            "code": "DEV005",
+            "location": {"row": 2, "column": 1},
+            "end_location": {"row": 4, "column": 2},
+        },
+        {
+            "code": "DEV001",
+            "location": {"row": 9, "column": 1},
+            "end_location": {"row": 9, "column": 9},
+        },
+    ]
+    assert codes_at(findings, Span(4, 6)) == {"DEV005"}
+    assert codes_at(findings, Span(5, 8)) == set()
