@@ -76,6 +76,11 @@ def _operands(arguments: Sequence[Value]) -> list[Value]:
     return operands
 
 
+def _adds_or_keeps_axes(index: ast.expr) -> bool:
+    """`None` (a new axis) and `...` in an index keep a tensor's dimensions, as a slice does."""
+    return type(index) is ast.Constant and (index.value is None or index.value is Ellipsis)
+
+
 def _is_list_literal(node: ast.expr) -> bool:
     return isinstance(node, (ast.List, ast.Tuple, ast.ListComp))
 
@@ -221,7 +226,7 @@ class CallEvaluator:
         slices_only = True
         index: Optional[int] = None
         for inner in _subscript_elements(node):
-            if type(inner) is ast.Slice:
+            if type(inner) is ast.Slice or _adds_or_keeps_axes(inner):
                 self._children(inner, env, unit)
             else:
                 slices_only = False
@@ -513,6 +518,12 @@ class CallEvaluator:
             )
             return Value(Kind.SEQUENCE, item=item)
         inside_forward = receiver.kind is Kind.MODULE and receiver.where is Where.INPUT
+        if inside_forward and method in unit.submodules:
+            # `self.embedding(positions)`: a layer of the module runs on the module's device.
+            layer = Placement(Where.INPUT, evidence="a layer of the module, on its device")
+            if self.recording:
+                self.values[func] = Value(Kind.MODULE, layer)
+            return Value(Kind.TENSOR, receiver.placement)
         if inside_forward and any(value.where is Where.INPUT for value in arguments):
             # `self.encoder(x)` inside forward: a submodule runs where the module's inputs are.
             return Value(Kind.TENSOR, receiver.placement)

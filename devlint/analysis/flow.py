@@ -18,16 +18,28 @@ The interpreter reads CPython's syntax tree (see :mod:`devlint.analysis.syntax`)
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
 from devlint.analysis.calls import CallEvaluator
 from devlint.analysis.guards import expects_error_in_syntax
 from devlint.analysis.names import ImportMap
+from devlint.analysis.parameters import (
+    names_used_as_tensors,
+    runs_on_cpu_by_design,
+    tensor_parameters,
+)
 from devlint.analysis.syntax import SourceText, dotted_name, nodes_below
 from devlint.analysis.syntax_screen import SyntaxFacts
-from devlint.analysis.torch_api import derives_from_module, looks_like_loader
+from devlint.analysis.torch_api import (
+    WRAPPER_MODULES,
+    derives_from_module,
+    is_loss_class,
+    is_parameterless_class,
+    is_torch_nn_class,
+    looks_like_loader,
+)
 from devlint.analysis.values import (
     UNKNOWN,
     Kind,
@@ -51,6 +63,11 @@ class Unit:
     function: Optional[FunctionNode]
     module_class: bool = False  # a method of an nn.Module subclass
     forward: bool = False
+    # Parameters that are tensors on the caller's device (see `parameters`).
+    tensor_parameters: frozenset[str] = frozenset()
+    # In a module's methods: the attributes `__init__` sets to a torch layer with parameters,
+    # which run on the module's device (`self.embedding(positions)` in `forward`).
+    submodules: frozenset[str] = frozenset()
     returns: list[Value] = field(default_factory=list)
     default_device_changed: int = 0  # inside `with torch.device(...)`
 
@@ -146,7 +163,8 @@ class DeviceFlow(CallEvaluator):
         self.globals = script_env
         for function, owner in _functions_in(module.body, None):
             if owner is None or owner.name not in self.classes:
-                self._analyze(function, Unit(function), {})
+                unit = Unit(function, tensor_parameters=self._tensor_parameters(function, ()))
+                self._analyze(function, unit, {})
         for name, facts in self.classes.items():
             self._analyze_class(name, facts)
 
@@ -161,17 +179,32 @@ class DeviceFlow(CallEvaluator):
             unit = Unit(init, module_class)
             init_env = self._analyze(init, unit, attributes, needed=not module_class)
             attributes = {key: value for key, value in init_env.items() if key.startswith("self.")}
+        submodules: frozenset[str] = frozenset()
         if module_class:
             attributes = {}  # a module's attributes move with it: unknown here, DEV009's concern
-        if attributes:
+            submodules = self._layers_set_in(init) if init is not None else frozenset()
+        if attributes or submodules:
             reassigned = set().union(
                 *(_assigned_names(m) for n, m in facts.methods.items() if n != "__init__")
             )
             attributes = {key: value for key, value in attributes.items() if key not in reassigned}
+            submodules = frozenset(
+                name for name in submodules if f"self.{name}" not in reassigned
+            ) - facts.methods.keys()
         self._class_attributes[name] = attributes
         for method_name, method in facts.methods.items():
             if method_name != "__init__":
-                unit = Unit(method, module_class, forward=module_class and method_name == "forward")
+                forward = module_class and method_name == "forward"
+                parameters = (
+                    frozenset() if forward else self._tensor_parameters(method, facts.bases)
+                )
+                unit = Unit(
+                    method,
+                    module_class,
+                    forward=forward,
+                    tensor_parameters=parameters,
+                    submodules=submodules,
+                )
                 self._analyze(method, unit, attributes)
 
     def _analyze(
@@ -195,7 +228,7 @@ class DeviceFlow(CallEvaluator):
             return True
         device, cpu = self._reachable(function)
         script = self._reachable(self._module)
-        device = device or script[0] or unit.forward
+        device = device or script[0] or unit.forward or bool(unit.tensor_parameters)
         cpu = cpu or script[1] or self.facts.cpu_everywhere
         return device and (cpu or facts.numpy_call)
 
@@ -223,6 +256,34 @@ class DeviceFlow(CallEvaluator):
         self._reach[owner] = (device, cpu)
         return device, cpu
 
+    def _layers_set_in(self, init: FunctionNode) -> frozenset[str]:
+        """`self.name = nn.Linear(...)` in ``init``: torch layers that hold parameters."""
+        layers = set()
+        for statement in init.body:
+            if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
+                continue
+            target, value = dotted_name(statement.targets[0]), statement.value
+            if not (target and target.startswith("self.") and target.count(".") == 1):
+                continue
+            if isinstance(value, ast.Call):
+                qualified = self.names.qualified_syntax_name(value.func) or ""
+                if (
+                    is_torch_nn_class(qualified)
+                    and not is_parameterless_class(qualified)
+                    and not is_loss_class(qualified)
+                    and qualified not in WRAPPER_MODULES
+                ):
+                    layers.add(target[len("self.") :])
+        return frozenset(layers)
+
+    def _tensor_parameters(self, function: FunctionNode, bases: Iterable[str]) -> frozenset[str]:
+        """The tensor parameters of a function, which live on its caller's device."""
+        if runs_on_cpu_by_design(function, bases):
+            return frozenset()
+        facts = self.facts.units.get(function) if self.facts is not None else None
+        used = facts.tensor_names if facts is not None else names_used_as_tensors(function)
+        return frozenset(tensor_parameters(function, used))
+
     def _bind_parameters(self, function: FunctionNode, unit: Unit, env: Env) -> None:
         params = function.args
         every = [*params.posonlyargs, *params.args, *params.kwonlyargs]
@@ -233,6 +294,9 @@ class DeviceFlow(CallEvaluator):
                 env[name] = Value(Kind.MODULE, Placement(where))
             elif unit.forward and index > 0:
                 env[name] = Value(Kind.UNKNOWN, Placement(Where.INPUT, evidence=f"input `{name}`"))
+            elif name in unit.tensor_parameters:
+                evidence = f"parameter `{name}`"
+                env[name] = Value(Kind.TENSOR, Placement(Where.INPUT, evidence=evidence))
             elif looks_like_loader(name):
                 env[name] = cpu_loader(f"from the data loader `{name}`", param)
             else:

@@ -237,11 +237,13 @@ _SETUP_METHODS = frozenset({"setUp", "setUpClass", "setup_method", "setup_class"
 def _is_gpu_only_definition(
     node: Union[cst.FunctionDef, cst.ClassDef], classifier: ConditionClassifier
 ) -> bool:
-    """A GPU-only test (``@skipIf(not cuda)``, ``@requires_cuda``) or a ``*_cuda``/``*gpu*`` def."""
+    """A GPU-only test (``@skipIf(not cuda)``, ``@requires_cuda``) or a ``*_cuda``/``*gpu*``
+    helper. A test's name is no guard: ``test_forward_cuda`` with no skip marker is exactly
+    what fails on a CPU-only CI runner."""
     name = node.name.value
     # `get_device()` is where a device gets chosen, not GPU-only code: only the name test skips it.
     named_for_gpu = bool(_FLAG_PATTERN.search(name)) and "device" not in name.lower()
-    if named_for_gpu and not name.startswith("__"):
+    if named_for_gpu and not name.startswith(("__", "test", "Test")):
         return True
     return any(classifier.mentions_device(decorator) for decorator in node.decorators)
 

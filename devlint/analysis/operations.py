@@ -13,11 +13,14 @@ from devlint.analysis.values import Placement, Value, mismatch
 
 
 def operands(node: ast.AST, flow: DeviceFlow) -> list[tuple[ast.expr, Value]]:
-    """The tensor operands of a binary operation, an augmented assignment or a combining call."""
+    """The tensor operands of a binary operation, a comparison, an augmented assignment or a
+    combining call."""
     if isinstance(node, ast.BinOp):
         parts: list[ast.expr] = [node.left, node.right]
     elif isinstance(node, ast.AugAssign):
         parts = [node.target, node.value]
+    elif isinstance(node, ast.Compare):
+        parts = [node.left, *node.comparators]
     elif (
         isinstance(node, ast.Call)
         and flow.names.qualified_syntax_name(node.func) in COMBINING_FUNCTIONS

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
+from devlint.analysis.parameters import TENSOR_ONLY_ATTRIBUTES
 from devlint.analysis.torch_api import FACTORY_NAMES
 
 
@@ -70,8 +71,14 @@ TORCH_RANGE = re.compile(
 DEVICE_SOURCE = AnyOf(("cuda", "device"), (_MOVE_TO,))
 # A `forward` method, whose parameters the analysis places on the inputs' device.
 FORWARD_METHOD = re.compile(r"def\s+forward\b")
-# Where a value can be on a device or on the device of `forward`'s inputs.
-DEVICE_OR_INPUT_SOURCE = AnyOf(("cuda", "device"), (_MOVE_TO, FORWARD_METHOD))
+# A parameter that is a tensor, and so lives on the caller's device (see `parameters`).
+TENSOR_PARAMETER = re.compile(
+    r"\.\s*(?:" + "|".join(sorted(TENSOR_ONLY_ATTRIBUTES, key=len, reverse=True)) + r")\b"
+)
+# Where a value can be on a device, on the device of `forward`'s inputs or on the caller's.
+DEVICE_OR_INPUT_SOURCE = AnyOf(
+    ("cuda", "device", "Tensor"), (_MOVE_TO, FORWARD_METHOD, TENSOR_PARAMETER)
+)
 # Where a tensor can be on the CPU: a factory, `.cpu()`, "cpu", a data loader's batch.
 CPU_TENSOR_SOURCE = AnyOf(
     ("cpu", *_shortest(FACTORY_NAMES - {"range"})), (LOADER_NAME, TORCH_RANGE)
@@ -96,10 +103,11 @@ def imports_factory_alias(text: str) -> bool:
 
 @dataclass(frozen=True)
 class _SelfFactoryAssignment:
-    """`self.x = torch.zeros(...)`, or a factory imported under another name (`zeros as z`)."""
+    """`self.x = torch.zeros(...)` (or a factory anywhere in the assigned value, as in
+    `self.mask = torch.tril(torch.ones(n, n))`), or a factory imported under another name."""
 
     assignment: re.Pattern[str] = re.compile(
-        rf"self\s*\.\s*\w+\s*=[\s\\(]*(?:\w+\s*\.\s*)*(?:{_FACTORY_ALTERNATIVES})\s*\("
+        rf"self\s*\.\s*\w+\s*=(?!=)[^;]{{0,200}}?\b(?:{_FACTORY_ALTERNATIVES})\s*\("
     )
 
     def search(self, text: str) -> bool:

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import cast
 
+from devlint.analysis.parameters import TENSOR_ONLY_ATTRIBUTES, FunctionNode, tensor_parameters
 from devlint.analysis.prefilter import LOADER_NAME
 from devlint.analysis.syntax import CHILD_FIELDS, child_fields, has_arguments
 from devlint.analysis.torch_api import DEVICE_MOVES, FACTORY_NAMES
@@ -39,6 +40,9 @@ class UnitFacts:
     numpy_call: bool = False  # `.numpy()`
     discarded_move: bool = False  # a statement that is only `x.to(...)`, `x.cuda()` or `x.cpu()`
     called: set[str] = field(default_factory=set)  # the names it calls: `helper(...)`
+    # Names used the way only a tensor is used (`x.device`, `x.unsqueeze(...)`): with a
+    # parameter's annotation, what places a parameter on the caller's device (`parameters`).
+    tensor_names: set[str] = field(default_factory=set)
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,8 @@ class SyntaxFacts:
     # A CPU source in any function, a factory imported under another name, a loader's name.
     cpu_tensor_source: bool = False
     forward_method: bool = False  # `def forward`: its inputs are on the module's device
+    # A function with a tensor parameter, which lives on the caller's device (`parameters`).
+    tensor_parameter: bool = False
     discarded_move: bool = False
     # The facts of each function by its node, and of the module script under the module's.
     units: Mapping[ast.AST, UnitFacts] = field(default_factory=dict, compare=False)
@@ -85,11 +91,18 @@ def syntax_facts(tree: ast.Module, source: str) -> SyntaxFacts:
                 forward = forward or definition.name == "forward"
                 pending.append((definition, definition.body))  # a unit of its own
                 fields = _DEFINITION_HEADER
+            elif kind is ast.Attribute:
+                attribute = cast(ast.Attribute, node)
+                if attribute.attr in TENSOR_ONLY_ATTRIBUTES and type(attribute.value) is ast.Name:
+                    facts.tensor_names.add(attribute.value.id)
             elif kind is ast.Expr:
                 moved = _is_move(cast(ast.Expr, node).value)
                 facts.discarded_move = facts.discarded_move or moved
             elif kind is ast.ImportFrom:
                 imports_factory = imports_factory or _imports_factory(cast(ast.ImportFrom, node))
+            elif kind is ast.Import:
+                # Every unit may then call numpy unseen: as for an aliased factory, assume so.
+                imports_factory = imports_factory or _imports_numpy_elsewise(cast(ast.Import, node))
             for name in fields:
                 child = getattr(node, name)
                 if type(child) is list:
@@ -101,6 +114,11 @@ def syntax_facts(tree: ast.Module, source: str) -> SyntaxFacts:
         device_source=any(facts.device_source for facts in units.values()),
         cpu_tensor_source=everywhere or any(facts.cpu_tensor_source for facts in units.values()),
         forward_method=forward,
+        tensor_parameter=any(
+            tensor_parameters(cast(FunctionNode, owner), facts.tensor_names)
+            for owner, facts in units.items()
+            if owner is not tree
+        ),
         discarded_move=any(facts.discarded_move for facts in units.values()),
         units=units,
         cpu_everywhere=everywhere,
@@ -115,8 +133,26 @@ def _read_call(call: ast.Call, facts: UnitFacts) -> None:
     func = call.func
     if isinstance(func, ast.Name):
         facts.called.add(func.id)
-    elif isinstance(func, ast.Attribute) and func.attr == "numpy":
-        facts.numpy_call = True
+    elif isinstance(func, ast.Attribute) and (
+        func.attr == "numpy" or _root_name(func) in _NUMPY_NAMES
+    ):
+        facts.numpy_call = True  # `.numpy()`, or a numpy function such as `np.mean(t)`
+
+
+_NUMPY_NAMES = frozenset({"np", "numpy"})
+
+
+def _root_name(node: ast.expr) -> str:
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+def _imports_numpy_elsewise(node: ast.Import) -> bool:
+    """`import numpy as onp`: numpy calls under a name `_read_call` does not know."""
+    return any(
+        alias.name == "numpy" and alias.asname not in (None, "np") for alias in node.names
+    )
 
 
 # What of a nested function belongs to the code around it: all but its body.

@@ -39,7 +39,8 @@ COMBINING_FUNCTIONS = frozenset(
         "gather take_along_dim abs exp log log1p sqrt rsqrt sigmoid tanh relu softmax "
         "log_softmax clamp clip flatten reshape squeeze unsqueeze transpose permute t "
         "sum mean std var prod cumsum cumprod norm argmax argmin sort topk round floor ceil sign "
-        "neg square sin cos exp2 erf einsum bernoulli multinomial poisson"
+        "neg square sin cos exp2 erf einsum bernoulli multinomial poisson tril triu diag "
+        "diagonal diag_embed roll flip"
     ).split()
 )
 REDUCTIONS = frozenset("sum mean std var prod norm max min amax amin all any median".split())
@@ -54,7 +55,7 @@ PLACEMENT_KEEPING_METHODS = frozenset(
         "chunk split unbind requires_grad_ pin_memory type squeeze_ unsqueeze_ transpose_ "
         "t_ round floor ceil neg sign eq ne lt le gt ge logical_not masked_select gather "
         "scatter scatter_ index_add index_add_ sum mean std var prod norm max min amax amin all "
-        "any median matmul mm bmm"
+        "any median matmul mm bmm tril triu tril_ triu_ diag diagonal"
     ).split()
 )
 # Tensor factories as methods: `x.new_zeros(...)` lives where `x` does.

@@ -64,6 +64,7 @@ class DiscardedDeviceMove(FlowRule):
         "from models import Net\nnet = Net()\nnet.cuda()",
         "import torch\nx = torch.zeros(3)\ny = x.to(device)",
         "import torch\nx = torch.zeros(3)\nprint(x.to(device))",
+        "import torch\ntorch.zeros(2).cuda()",
     )
     INVALID = (
         Invalid(
@@ -103,6 +104,8 @@ class DiscardedDeviceMove(FlowRule):
             return
         if call.func.attr not in DEVICE_MOVES:
             return
+        if not isinstance(call.func.value, (ast.Name, ast.Attribute, ast.Subscript)):
+            return  # `torch.zeros(2).cuda()`: no later code could read what stayed behind
         receiver = self.analysis.flow.value_of(call.func.value)
         if receiver.kind is not Kind.TENSOR:
             return

@@ -88,6 +88,19 @@ class MissingDeviceMove(FlowRule):
         "import torch\nfrom torch import nn\nw = torch.ones(2)\n"
         "criterion = nn.CrossEntropyLoss(weight=w).to(device)\n"
         "out = nn.Linear(3, 2).to(device)(torch.randn(4, 3).to(device))\nloss = criterion(out, y)",
+        # a tensor parameter meets tensors made on its device, a 0-dim one, numpy data, CPU code
+        "import torch\ndef f(x: torch.Tensor, n):\n    return x + torch.arange(n, device=x.device)",
+        "import torch\ndef f(x: torch.Tensor):\n    return x * torch.tensor(2.0)",
+        "import torch\ndef f(x: torch.Tensor, a):\n    return x + torch.from_numpy(a)",
+        "import torch\ndef f(x: torch.Tensor):\n    return x.cpu() + torch.zeros(3)",
+        "import torch\ndef collate(x: torch.Tensor):\n    return x + torch.zeros(3)",
+        "import torch\nclass Data(torch.utils.data.Dataset):\n"
+        "    def get(self, x: torch.Tensor):\n        return x + torch.zeros(3)",
+        # a name proves nothing: `n` may be a number
+        "import torch\ndef f(n):\n    return n + torch.zeros(3)",
+        "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.act = nn.ReLU()\n"
+        "    def forward(self, x):\n        return self.act(torch.ones(3))",
     )
     INVALID = (
         Invalid(
@@ -139,17 +152,45 @@ class MissingDeviceMove(FlowRule):
             9,
             24,
         ),
+        Invalid(
+            "import torch\nfrom torch import Tensor\n"
+            "def lengths_to_mask(lengths: Tensor, n: int):\n"
+            "    return torch.arange(n) < lengths[:, None]",
+            4,
+            12,
+            "combined with `lengths[:, None]`, which is on the caller's device (parameter "
+            "`lengths`)",
+        ),
+        Invalid(
+            "import torch\ndef shift(x, n):\n    idx = torch.arange(n)\n"
+            "    return x.unsqueeze(0) + idx",
+            4,
+            29,
+        ),
+        Invalid(
+            "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n"
+            "        self.step_embedding = nn.Embedding(10, 4)\n"
+            "    def forward(self, x):\n        steps = torch.arange(x.size(1))\n"
+            "        return x + self.step_embedding(steps)",
+            9,
+            40,
+            "`self.step_embedding` is a layer of the module",
+        ),
     )
 
     @classmethod
     def may_fire_in(cls, facts: SyntaxFacts) -> bool:
-        return (facts.device_source or facts.forward_method) and facts.cpu_tensor_source
+        return (
+            facts.device_source or facts.forward_method or facts.tensor_parameter
+        ) and facts.cpu_tensor_source
 
     def visit_Call(self, node: ast.Call) -> None:
         flow = self.analysis.flow
         arguments = [(value, flow.value_of(value)) for value in call_arguments(node)]
         if all(value is UNKNOWN for _, value in arguments):
             return  # every check below needs an argument whose placement is known
+        self._check_forward_operation(node)
         callee = flow.value_of(node.func)
         if callee.is_loss and callee.cpu_weight is not None and callee.where is Where.CPU:
             self._check_loss_weight(node, callee, arguments)
@@ -157,11 +198,16 @@ class MissingDeviceMove(FlowRule):
             self._check_loss(arguments)
         elif callee.where is Where.DEVICE and callee.kind in (Kind.MODULE, Kind.UNKNOWN):
             self._check_module_input(node, callee, arguments)
+        elif callee.where is Where.INPUT and callee.kind is Kind.MODULE:
+            self._check_layer_input(node, arguments)
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
         self._check_forward_operation(node)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self._check_forward_operation(node)
+
+    def visit_Compare(self, node: ast.Compare) -> None:
         self._check_forward_operation(node)
 
     def _is_loss(self, node: ast.Call, callee: Value) -> bool:
@@ -187,6 +233,21 @@ class MissingDeviceMove(FlowRule):
             f"`{self.analysis.source_of(argument)}` is on the CPU ({cpu_evidence}) but "
             f"`{self.analysis.source_of(node.func)}` was {module_evidence}: move the input with "
             f"`.to({module.placement.device})`",
+            citations.cited(),
+        )
+
+    def _check_layer_input(self, node: ast.Call, arguments: list[tuple[ast.expr, Value]]) -> None:
+        found = first_cpu_operand(arguments)
+        if found is None:
+            return
+        argument, value = found
+        citations = Citations()
+        cpu_evidence = citations.of(value.placement)
+        self.report(
+            argument,
+            f"`{self.analysis.source_of(argument)}` is on the CPU ({cpu_evidence}) but "
+            f"`{self.analysis.source_of(node.func)}` is a layer of the module, on the module's "
+            "device: create it with `device=` the input's device",
             citations.cited(),
         )
 
@@ -226,19 +287,37 @@ class MissingDeviceMove(FlowRule):
 
     def _check_forward_operation(self, node: ast.AST) -> None:
         pairs = operands(node, self.analysis.flow)
-        if not any(value.where is Where.INPUT and not value.scalar for _, value in pairs):
+        follower = next(
+            (pair for pair in pairs if pair[1].where is Where.INPUT and not pair[1].scalar), None
+        )
+        if follower is None:
             return
         found: Optional[tuple[ast.expr, Value]] = first_cpu_operand(pairs)
         if found is None:
             return
         created, value = found
-        input_node = next(part for part, other in pairs if other.where is Where.INPUT)
+        input_node, input_value = follower
+        if input_value.kind is Kind.TENSOR and not _made_by_factory(value):
+            return  # outside `forward`, only a tensor the function itself made is evidence
         citations = Citations()
         evidence = citations.of(value.placement)
+        follows = (
+            "which follows the module's device"
+            if input_value.kind is not Kind.TENSOR
+            else f"which is on the caller's device ({input_value.placement.evidence})"
+        )
+        where = "inside `forward` " if input_value.kind is not Kind.TENSOR else ""
         self.report(
             created,
-            f"`{self.analysis.source_of(created)}` is {evidence} inside `forward` but combined "
-            f"with `{self.analysis.source_of(input_node)}`, which follows the module's device: "
+            f"`{self.analysis.source_of(created)}` is {evidence} {where}but combined "
+            f"with `{self.analysis.source_of(input_node)}`, {follows}: "
             "create it with `device=` the input's device (or register it as a buffer)",
             citations.cited(),
         )
+
+
+def _made_by_factory(value: Value) -> bool:
+    """A tensor created by a torch factory, not converted from numpy or moved with `.cpu()`:
+    code that converts or moves to the CPU on purpose is CPU code by design."""
+    evidence = value.placement.evidence
+    return evidence.startswith("created on the CPU by") and "from_numpy" not in evidence

@@ -6,7 +6,7 @@ from devlint.analysis.operations import Citations
 from devlint.analysis.prefilter import DEVICE_SOURCE
 from devlint.analysis.syntax import has_arguments, method_name
 from devlint.analysis.syntax_screen import SyntaxFacts
-from devlint.analysis.values import Where
+from devlint.analysis.values import Kind, Where
 from devlint.context import NodeEdit, RawFix
 from devlint.diagnostics import Applicability
 from devlint.rules.base import FlowRule, Invalid
@@ -46,7 +46,7 @@ class NumpyOnDeviceTensor(FlowRule):
     name = "numpy-on-device-tensor"
     summary = ".numpy() on a tensor that may be on a GPU"
     fixable = True
-    trigger_tokens = (".numpy(",)
+    trigger_tokens = ("numpy",)
     required_patterns = (DEVICE_SOURCE,)
 
     VALID = (
@@ -60,6 +60,8 @@ class NumpyOnDeviceTensor(FlowRule):
         "class Evaluator(Base):\n    def process(self, out):\n"
         "        return out.argmax(dim=0).to(self._cpu_device).numpy()",
         "x = out.to(self.cpu_device)\na = x.numpy()",
+        "import numpy as np\nimport torch\nx = torch.zeros(3).to(device)\nm = np.mean(x.cpu())",
+        "import numpy as np\nimport torch\nx = torch.zeros(3)\nm = np.mean(x)",
     )
     INVALID = (
         Invalid(
@@ -77,6 +79,20 @@ class NumpyOnDeviceTensor(FlowRule):
             fixed="import torch\nfrom torch import nn\nmodel = nn.Linear(3, 2).cuda()\n"
             "preds = model(torch.ones(3).cuda())\narray = preds.detach().cpu().numpy()",
         ),
+        Invalid(
+            "import numpy as np\nimport torch\nx = torch.zeros(3).to(device)\nm = np.mean(x)",
+            4,
+            13,
+            "`numpy.mean` converts it",
+            fixed="import numpy as np\nimport torch\nx = torch.zeros(3).to(device)\n"
+            "m = np.mean(x.cpu())",
+        ),
+        Invalid(
+            "import numpy as np\nimport torch\na = torch.ones(2).cuda()\n"
+            "b = torch.ones(2).cuda()\ns = np.stack([a, b])",
+            5,
+            15,
+        ),
     )
 
     @classmethod
@@ -85,6 +101,10 @@ class NumpyOnDeviceTensor(FlowRule):
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
+        qualified = self.analysis.names.qualified_syntax_name(func) or ""
+        if qualified.startswith("numpy."):
+            self._check_numpy_function(node, qualified)
+            return
         if not isinstance(func, ast.Attribute) or func.attr != "numpy" or has_arguments(node):
             return
         receiver = self.analysis.flow.value_of(func.value)
@@ -105,3 +125,39 @@ class NumpyOnDeviceTensor(FlowRule):
                 (NodeEdit.insert_before(method_name(func), "cpu()."),),
             ),
         )
+
+    def _check_numpy_function(self, node: ast.Call, qualified: str) -> None:
+        """`np.mean(t)`, `np.stack([a, b])`: numpy converts its tensor arguments in host memory."""
+        for argument in _converted_arguments(node):
+            value = self.analysis.flow.value_of(argument)
+            if value.where is not Where.DEVICE or value.kind is not Kind.TENSOR:
+                continue
+            name = self.analysis.source_of(argument)
+            citations = Citations()
+            evidence = citations.of(value.placement)
+            fix = None
+            if isinstance(argument, (ast.Name, ast.Attribute, ast.Subscript, ast.Call)):
+                fix = RawFix(
+                    Applicability.SAFE,
+                    "Insert `.cpu()`",
+                    (NodeEdit.insert_after(argument, ".cpu()"),),
+                )
+            self.report(
+                argument,
+                f"`{name}` may be on a GPU ({evidence}) and `{qualified}` converts it to an "
+                f"array in host memory: call `.cpu()` first: `{name}.cpu()`",
+                citations.cited(),
+                fix,
+            )
+            return
+
+
+def _converted_arguments(node: ast.Call) -> list[ast.expr]:
+    """The positional arguments of a numpy call, with the items of a list or tuple literal."""
+    found: list[ast.expr] = []
+    for passed in node.args:
+        if isinstance(passed, (ast.List, ast.Tuple)):
+            found.extend(item for item in passed.elts if not isinstance(item, ast.Starred))
+        elif not isinstance(passed, ast.Starred):
+            found.append(passed)
+    return found

@@ -4,9 +4,20 @@ import ast
 from typing import Optional, Union
 
 from devlint.analysis.prefilter import FORWARD_METHOD, SELF_FACTORY_ASSIGNMENT
-from devlint.analysis.syntax import argument, call_arguments, dotted_name, nodes_below
+from devlint.analysis.syntax import (
+    argument,
+    call_arguments,
+    dotted_name,
+    keyword_value,
+    nodes_below,
+)
 from devlint.analysis.syntax_screen import SyntaxFacts
-from devlint.analysis.torch_api import FACTORIES, SCALAR_CAPABLE_FACTORIES
+from devlint.analysis.torch_api import (
+    COMBINING_FUNCTIONS,
+    FACTORIES,
+    PLACEMENT_KEEPING_METHODS,
+    SCALAR_CAPABLE_FACTORIES,
+)
 from devlint.rules.base import FlowRule, Invalid
 
 # Methods that show the class moves its own tensors, or reads of an attribute that adapt it.
@@ -59,6 +70,10 @@ class TensorAttributeNotBuffer(FlowRule):
 
     VALID = (
         "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
+        "    def __init__(self, dd):\n        super().__init__()\n"
+        "        self.scale = torch.ones(16, **dd)\n"
+        "    def forward(self, x):\n        return x * self.scale",
+        "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
         "    def __init__(self):\n        super().__init__()\n"
         "        self.register_buffer('scale', torch.ones(4))\n"
         "    def forward(self, x):\n        return x * self.scale",
@@ -88,6 +103,15 @@ class TensorAttributeNotBuffer(FlowRule):
     )
     INVALID = (
         Invalid(
+            "import torch\nfrom torch import nn\nclass Attention(nn.Module):\n"
+            "    def __init__(self, n):\n        super().__init__()\n"
+            "        self.mask = torch.tril(torch.ones(n, n))\n"
+            "    def forward(self, att):\n        T = att.size(-1)\n"
+            "        return att.masked_fill(self.mask[:T, :T] == 0, 0.0)",
+            6,
+            9,
+        ),
+        Invalid(
             "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
             "    def __init__(self):\n        super().__init__()\n        self.scale = torch.ones(16)\n"
             "    def forward(self, x):\n        return x * self.scale",
@@ -107,7 +131,7 @@ class TensorAttributeNotBuffer(FlowRule):
 
     @classmethod
     def may_fire_in(cls, facts: SyntaxFacts) -> bool:
-        return facts.forward_method
+        return facts.forward_method and facts.cpu_tensor_source
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         if not self.analysis.flow.is_module_class(node.name):
@@ -153,9 +177,30 @@ class TensorAttributeNotBuffer(FlowRule):
         return found
 
     def _is_plain_tensor(self, value: ast.expr) -> bool:
-        if not isinstance(value, ast.Call):
+        """A tensor made on the CPU: a factory without `device=`, or what a placement-keeping
+        function, method, arithmetic or indexing makes of one (`torch.tril(torch.ones(n, n))`,
+        `torch.arange(n).float() * 2`, `torch.eye(n)[None]`)."""
+        if isinstance(value, ast.BinOp):
+            sides = (value.left, value.right)
+            return any(self._is_plain_tensor(side) for side in sides) and all(
+                isinstance(side, ast.Constant) or self._is_plain_tensor(side) for side in sides
+            )
+        if isinstance(value, ast.Subscript):
+            return self._is_plain_tensor(value.value)
+        if not isinstance(value, ast.Call) or keyword_value(value, "device") is not None:
             return False
-        qualified = self.analysis.names.qualified_syntax_name(value.func)
+        if any(keyword.arg is None for keyword in value.keywords):
+            return False  # `**kwargs` may hold a device
+        func = value.func
+        # `torch.arange(n).float()`; `torch.tril(...)` is a function, read below.
+        method = func.attr if isinstance(func, ast.Attribute) else ""
+        receiver = func.value if isinstance(func, ast.Attribute) else None
+        if method in PLACEMENT_KEEPING_METHODS and receiver and self._is_plain_tensor(receiver):
+            return True
+        qualified = self.analysis.names.qualified_syntax_name(func)
+        if qualified in COMBINING_FUNCTIONS:
+            passed = call_arguments(value)
+            return bool(passed) and self._is_plain_tensor(passed[0])
         if qualified not in FACTORIES or argument(value, -1, "device") is not None:
             return False
         if qualified in SCALAR_CAPABLE_FACTORIES:

@@ -1,0 +1,87 @@
+"""Which parameters of a function are tensors that live on the caller's device.
+
+Library code is device-agnostic by contract: `def pairwise(x: Tensor)` runs wherever its caller
+keeps `x`, so `x - torch.arange(n)` fails as soon as a caller passes a GPU tensor. The analysis
+places such a parameter on "the caller's device" (`Where.INPUT`, as `forward`'s inputs) only on
+evidence that it is a tensor: an annotation naming `Tensor`, or a use that only a tensor has
+(`x.device`, `x.new_zeros(...)`, `x.unsqueeze(...)`). A name alone, or a number, proves nothing.
+
+Code that runs on the CPU by design is left out: a dataset's `__getitem__`, a collate function,
+a dataset class's methods.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Collection, Iterable
+from typing import Union
+
+from devlint.analysis.syntax import dotted_name
+
+FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+
+# Attributes and methods a tensor has and a number, a list or a numpy array has not.
+TENSOR_ONLY_ATTRIBUTES = frozenset(
+    (
+        "device is_cuda new_zeros new_ones new_full new_empty new_tensor type_as unsqueeze "
+        "unsqueeze_ masked_fill masked_fill_ contiguous permute numel dim expand_as view_as "
+        "index_select masked_select softmax log_softmax detach requires_grad_ clamp clamp_ "
+        "long half bfloat16 unbind narrow"
+    ).split()
+)
+_CPU_BY_DESIGN_METHODS = frozenset({"__getitem__", "__iter__", "__len__"})
+
+
+def annotated_as_tensor(annotation: ast.expr | None) -> bool:
+    """`Tensor`, `torch.Tensor`, `Optional[Tensor]`, `"torch.Tensor"`; not `List[Tensor]`."""
+    if annotation is None:
+        return False
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        text = annotation.value.replace(" ", "")
+        return text.rpartition(".")[2] == "Tensor" or text in {"Optional[Tensor]", "Tensor|None"}
+    if isinstance(annotation, ast.Subscript) and dotted_name(annotation.value) in (
+        "Optional",
+        "typing.Optional",
+    ):
+        return annotated_as_tensor(annotation.slice)
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        none = ast.Constant
+        sides = (annotation.left, annotation.right)
+        return any(annotated_as_tensor(side) for side in sides) and any(
+            isinstance(side, none) and side.value is None for side in sides
+        )
+    name = dotted_name(annotation)
+    return name is not None and name.rpartition(".")[2] == "Tensor"
+
+
+def names_used_as_tensors(function: FunctionNode) -> set[str]:
+    """Names in ``function``'s own code that are used the way only a tensor is used."""
+    used: set[str] = set()
+    for node in ast.walk(function):
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr in TENSOR_ONLY_ATTRIBUTES
+            and isinstance(node.value, ast.Name)
+        ):
+            used.add(node.value.id)
+    return used
+
+
+def runs_on_cpu_by_design(function: FunctionNode, class_bases: Iterable[str]) -> bool:
+    """A dataset's item access or a collate function: code that prepares CPU data."""
+    name = function.name
+    if name in _CPU_BY_DESIGN_METHODS or "collate" in name.lower():
+        return True
+    return any(base.rpartition(".")[2].endswith("Dataset") for base in class_bases)
+
+
+def tensor_parameters(function: FunctionNode, used_as_tensors: Collection[str]) -> set[str]:
+    """The parameters of ``function`` that are tensors by annotation or by use."""
+    arguments = function.args
+    every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+    return {
+        parameter.arg
+        for parameter in every
+        if parameter.arg not in ("self", "cls")
+        and (annotated_as_tensor(parameter.annotation) or parameter.arg in used_as_tensors)
+    }
