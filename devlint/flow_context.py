@@ -17,6 +17,7 @@ from typing import Optional
 
 from devlint.analysis.flow import DeviceFlow
 from devlint.analysis.names import ImportMap
+from devlint.analysis.parameters import is_test_module
 from devlint.analysis.syntax import SourceText
 from devlint.analysis.syntax_screen import SyntaxFacts
 from devlint.context import FindingCollector, Node
@@ -58,7 +59,14 @@ class FlowContext(FindingCollector):
 
     def run(self, hooks: Mapping[type, SyntaxHook]) -> None:
         """Analyse the file, then pass each node it evaluated to the hook for its exact class."""
-        self._flow = DeviceFlow(self.tree, self.names, self.text, hooks.keys(), self.facts)
+        self._flow = DeviceFlow(
+            self.tree,
+            self.names,
+            self.text,
+            hooks.keys(),
+            self.facts,
+            test_module=is_test_module(self.path),
+        )
         seen: set[int] = set()
         for node, statement in self._flow.visits:
             if id(node) not in seen:  # an argument may be evaluated twice

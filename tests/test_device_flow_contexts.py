@@ -31,3 +31,11 @@ def test_parameters_used_as_tensors_only_through_tensor_methods_count() -> None:
     assert lint_snippet(source, {"DEV005", "DEV006"}) == []
     typed = "import torch\ndef f(x: 'torch.Tensor'):\n    return x + torch.zeros(3)\n"
     assert [f.start.row for f in lint_snippet(typed, {"DEV005"})] == [3]
+
+
+def test_helpers_of_a_test_module_take_their_tests_data_where_it_is() -> None:
+    source = (
+        "import torch\ndef interpolate(points: torch.Tensor):\n    return points * torch.ones(3)\n"
+    )
+    assert [f.start.row for f in lint_snippet(source, {"DEV005"}, path="helpers.py")] == [3]
+    assert lint_snippet(source, {"DEV005"}, path="tests/test_grid.py") == []

@@ -386,7 +386,9 @@ class CallEvaluator:
         if qualified in LOADER_CLASSES or qualified.endswith(".DataLoader"):
             return self._loader(node)
         if qualified == "torch.nn.Parameter" or qualified == "torch.nn.parameter.Parameter":
-            return Value(Kind.TENSOR, arguments[0].placement) if arguments else UNKNOWN
+            # A parameter belongs to a module, which moves it: where it lives is the module's
+            # business, whatever its initial value was made on.
+            return Value(Kind.TENSOR)
         if is_torch_nn_class(qualified):
             return self._nn_module(node, qualified, env, unit)
         if (

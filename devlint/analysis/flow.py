@@ -104,8 +104,10 @@ class DeviceFlow(CallEvaluator):
         text: SourceText,
         watched: Collection[type] = (),
         facts: Optional[SyntaxFacts] = None,
+        test_module: bool = False,
     ) -> None:
         self.names = names
+        self.test_module = test_module
         self.facts = facts
         self._reach: dict[ast.AST, tuple[bool, bool]] = {}
         self.text = text
@@ -278,7 +280,7 @@ class DeviceFlow(CallEvaluator):
 
     def _tensor_parameters(self, function: FunctionNode, bases: Iterable[str]) -> frozenset[str]:
         """The tensor parameters of a function, which live on its caller's device."""
-        if runs_on_cpu_by_design(function, bases):
+        if self.test_module or runs_on_cpu_by_design(function, bases):
             return frozenset()
         facts = self.facts.units.get(function) if self.facts is not None else None
         used = facts.tensor_names if facts is not None else names_used_as_tensors(function)

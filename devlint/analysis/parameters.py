@@ -7,13 +7,15 @@ evidence that it is a tensor: an annotation naming `Tensor`, or a use that only 
 (`x.device`, `x.new_zeros(...)`, `x.unsqueeze(...)`). A name alone, or a number, proves nothing.
 
 Code that runs on the CPU by design is left out: a dataset's `__getitem__`, a collate function,
-a dataset class's methods.
+a dataset class's methods. So are the helpers of a test module: their callers are the tests
+beside them, which make the data and decide its device.
 """
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Collection, Iterable
+from pathlib import PurePath
 from typing import Union
 
 from devlint.analysis.syntax import dotted_name
@@ -73,6 +75,12 @@ def runs_on_cpu_by_design(function: FunctionNode, class_bases: Iterable[str]) ->
     if name in _CPU_BY_DESIGN_METHODS or "collate" in name.lower():
         return True
     return any(base.rpartition(".")[2].endswith("Dataset") for base in class_bases)
+
+
+def is_test_module(path: str) -> bool:
+    """`test_*.py`, `*_test.py` or `conftest.py`, as pytest collects them."""
+    name = PurePath(path).name
+    return name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
 
 
 def tensor_parameters(function: FunctionNode, used_as_tensors: Collection[str]) -> set[str]:

@@ -96,6 +96,10 @@ class MissingDeviceMove(FlowRule):
         "import torch\ndef collate(x: torch.Tensor):\n    return x + torch.zeros(3)",
         "import torch\nclass Data(torch.utils.data.Dataset):\n"
         "    def get(self, x: torch.Tensor):\n        return x + torch.zeros(3)",
+        # a parameter moves with the module that holds it, whatever it was made on
+        "import torch\nclass Policy(Base):\n    def __init__(self):\n"
+        "        self.support = torch.nn.Parameter(torch.linspace(0, 1, 5))\n"
+        "    def q(self, logits: torch.Tensor):\n        return logits * self.support",
         # a name proves nothing: `n` may be a number
         "import torch\ndef f(n):\n    return n + torch.zeros(3)",
         "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional, Union
+from typing import Callable, Optional, Union
 
 from devlint.analysis.prefilter import FORWARD_METHOD, SELF_FACTORY_ASSIGNMENT
 from devlint.analysis.syntax import (
@@ -69,6 +69,11 @@ class TensorAttributeNotBuffer(FlowRule):
     required_patterns = (FORWARD_METHOD, SELF_FACTORY_ASSIGNMENT)
 
     VALID = (
+        # handed to a helper of the project, which may move it
+        "import torch\nfrom torch import nn\nclass Elmo(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n"
+        "        self.bos = torch.from_numpy(make() + 1)\n"
+        "    def forward(self, inputs):\n        return add_tokens(inputs, self.bos)",
         "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
         "    def __init__(self, dd):\n        super().__init__()\n"
         "        self.scale = torch.ones(16, **dd)\n"
@@ -155,7 +160,7 @@ class TensorAttributeNotBuffer(FlowRule):
         for assignment, attribute in self._plain_tensor_attributes(init):
             if attribute in reassigned:
                 continue
-            use = _first_plain_use(forward, attribute)
+            use = _first_plain_use(forward, attribute, self._is_torch_call)
             if use is not None:
                 self.report(
                     assignment,
@@ -209,6 +214,11 @@ class TensorAttributeNotBuffer(FlowRule):
         return True
 
 
+    def _is_torch_call(self, call: ast.Call) -> bool:
+        qualified = self.analysis.names.qualified_syntax_name(call.func) or ""
+        return qualified.startswith("torch.")
+
+
 def _self_assignments(method: FunctionNode) -> set[str]:
     """The attributes of `self` a method assigns (`self.x = ...`)."""
     assigned: set[str] = set()
@@ -232,21 +242,35 @@ def _reads_its_inputs(forward: FunctionNode) -> bool:
     )
 
 
-def _first_plain_use(forward: FunctionNode, attribute: str) -> Optional[ast.Attribute]:
-    """The first read of `self.<attribute>` that does not adapt it (`self.x.to(...)` does)."""
+def _calls_a_layer(call: ast.Call) -> bool:
+    """`self.layer(...)`: a submodule, which runs on the module's device."""
+    return isinstance(call.func, ast.Attribute) and dotted_name(call.func.value) == "self"
+
+
+def _first_plain_use(
+    forward: FunctionNode, attribute: str, is_torch_call: Callable[[ast.Call], bool]
+) -> Optional[ast.Attribute]:
+    """The first read of `self.<attribute>` that does not adapt it (`self.x.to(...)` does) and
+    is not handed to a helper of the project, which may move it (`add_tokens(x, self.x)`)."""
     nodes = [node for statement in forward.body for node in nodes_below(statement)]
+    calls = [node for node in nodes if isinstance(node, ast.Call)]
     adapted = {
         id(node.func.value)
-        for node in nodes
-        if isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr in _ADAPTING_METHODS
+        for node in calls
+        if isinstance(node.func, ast.Attribute) and node.func.attr in _ADAPTING_METHODS
+    }
+    handed_over = {
+        id(passed)
+        for node in calls
+        if not is_torch_call(node) and not _calls_a_layer(node)
+        for passed in call_arguments(node)
     }
     uses = [
         node
         for node in nodes
         if isinstance(node, ast.Attribute)
         and id(node) not in adapted
+        and id(node) not in handed_over
         and dotted_name(node) == f"self.{attribute}"
     ]
     return min(uses, key=lambda node: (node.lineno, node.col_offset), default=None)
