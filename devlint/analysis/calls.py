@@ -57,6 +57,8 @@ if TYPE_CHECKING:
 _PASS_THROUGH_ITERATORS = frozenset(
     {"iter", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm"}
 )
+# `dt`, `ori_dt`, `self.compute_dt`: how code abbreviates a dtype variable.
+_DTYPE_ABBREVIATION = re.compile(r"(?:^|[._])dt$")
 _TENSOR_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data", "real", "imag", "grad"})
 # Keys under which dict batches carry raw data, not tensors: the collated prompts or file names
 # of a Hugging Face style dataset are lists of strings.
@@ -350,11 +352,18 @@ class CallEvaluator:
         self, node: ast.Call, qualified: str, env: Env, unit: Unit, inherit: Optional[Value]
     ) -> Value:
         device = keyword_value(node, "device")
+        into = keyword_value(node, "out")
         if device is not None:
             placement = self.device_placement(device, env, unit, "created on")
+        elif into is not None:
+            placement = self.eval(into, env, unit).placement  # written into `out=`, where it is
         elif inherit is not None:
             placement = inherit.placement
-        elif self.default_device_changed or unit.default_device_changed:
+        elif (
+            self.default_device_changed
+            or unit.default_device_changed
+            or any(keyword.arg is None for keyword in node.keywords)  # `**kwargs` may hold one
+        ):
             placement = Placement(Where.UNKNOWN)
         else:
             evidence = f"created on the CPU by `{qualified}(...)`"
@@ -596,4 +605,9 @@ def converts_dtype(call: ast.Call, names: ImportMap) -> bool:
     if target is None:
         return False
     named = dotted_name(target) or ""
-    return names.resolve(named or None) in DTYPES or "dtype" in named.lower()
+    lowered = named.lower()
+    return (
+        names.resolve(named or None) in DTYPES
+        or "dtype" in lowered
+        or bool(_DTYPE_ABBREVIATION.search(lowered))
+    )

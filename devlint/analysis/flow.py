@@ -190,9 +190,10 @@ class DeviceFlow(CallEvaluator):
                 *(_assigned_names(m) for n, m in facts.methods.items() if n != "__init__")
             )
             attributes = {key: value for key, value in attributes.items() if key not in reassigned}
-            submodules = frozenset(
-                name for name in submodules if f"self.{name}" not in reassigned
-            ) - facts.methods.keys()
+            submodules = (
+                frozenset(name for name in submodules if f"self.{name}" not in reassigned)
+                - facts.methods.keys()
+            )
         self._class_attributes[name] = attributes
         for method_name, method in facts.methods.items():
             if method_name != "__init__":
@@ -396,8 +397,13 @@ class DeviceFlow(CallEvaluator):
 
     def _exec_if(self, node: ast.If, env: Env, unit: Unit) -> bool:
         self.eval(node.test, env, unit)
-        body = self.exec_block(node.body, dict(env), unit)
-        orelse = self.exec_block(node.orelse, dict(env), unit)  # `elif` is an `if` in here
+        body_env, orelse_env = dict(env), dict(env)
+        tested = _device_tested_for_cpu(node.test, self.text)
+        if tested is not None:
+            device, equal = tested
+            _place_on_cpu(body_env if equal else orelse_env, device)
+        body = self.exec_block(node.body, body_env, unit)
+        orelse = self.exec_block(node.orelse, orelse_env, unit)  # `elif` is an `if` in here
         return _replace(env, merge(body, orelse))
 
     def _exec_for(self, node: Union[ast.For, ast.AsyncFor], env: Env, unit: Unit) -> bool:
@@ -484,6 +490,30 @@ class DeviceFlow(CallEvaluator):
                 self.values[target] = value
 
 
+def _device_tested_for_cpu(test: ast.expr, text: SourceText) -> Optional[tuple[str, bool]]:
+    """`if device == "cpu":`, `if self.device != _CPU_DEVICE:`, `if dev.type == "cpu":`: the
+    device tested, and whether the test holds when it is the CPU."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return None
+    operator = type(test.ops[0])
+    if operator not in (ast.Eq, ast.NotEq, ast.Is, ast.IsNot):
+        return None
+    left, right = test.left, test.comparators[0]
+    for device, other in ((left, right), (right, left)):
+        name = dotted_name(device)
+        if name and "cpu" in text.code_of(other).lower() and "cpu" not in name.lower():
+            return name.removesuffix(".type"), operator in (ast.Eq, ast.Is)
+    return None
+
+
+def _place_on_cpu(env: Env, device: str) -> None:
+    """Where a test proved that ``device`` is the CPU, what was moved there is on the CPU."""
+    for name, value in env.items():
+        if value.where is Where.DEVICE and value.placement.device == device:
+            evidence = f"on `{device}`, the CPU in this branch"
+            env[name] = value.placed(Placement(Where.CPU, evidence=evidence))
+
+
 def _replace(env: Env, merged: Optional[Env]) -> bool:
     if merged is None:
         return False
@@ -563,7 +593,8 @@ def _blocks(statement: ast.stmt) -> Iterator[Sequence[ast.stmt]]:
 
 
 def _assigned_names(function: FunctionNode) -> set[str]:
-    """The names and attributes a function assigns, or moves in place (`self.model.to(d)`)."""
+    """The names and attributes a function assigns (an item of, too), or moves in place
+    (`self.model.to(d)`)."""
     names: set[str] = set()
     for statement in function.body:
         for node in nodes_below(statement):
@@ -577,5 +608,7 @@ def _assigned_names(function: FunctionNode) -> set[str]:
                 targets = [node.func.value] if moved else []  # type: ignore[attr-defined]
             else:
                 continue
+            # `self.cache[key] = t` changes what `self.cache` holds.
+            targets = [t.value if isinstance(t, ast.Subscript) else t for t in targets]
             names.update(name for name in map(dotted_name, targets) if name is not None)
     return names

@@ -100,6 +100,11 @@ class MissingDeviceMove(FlowRule):
         "import torch\nclass Policy(Base):\n    def __init__(self):\n"
         "        self.support = torch.nn.Parameter(torch.linspace(0, 1, 5))\n"
         "    def q(self, logits: torch.Tensor):\n        return logits * self.support",
+        # a cache whose items are replaced before use
+        "import torch\nclass Memory:\n    def __init__(self):\n"
+        "        self.encs = {k: torch.zeros(4, 3) for k in range(2)}\n"
+        "    def add(self, k, e):\n        self.encs[k] = e\n"
+        "    def score(self, q: torch.Tensor, k):\n        return q @ self.encs[k].t()",
         # a name proves nothing: `n` may be a number
         "import torch\ndef f(n):\n    return n + torch.zeros(3)",
         "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"

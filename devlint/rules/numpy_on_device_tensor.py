@@ -62,6 +62,10 @@ class NumpyOnDeviceTensor(FlowRule):
         "x = out.to(self.cpu_device)\na = x.numpy()",
         "import numpy as np\nimport torch\nx = torch.zeros(3).to(device)\nm = np.mean(x.cpu())",
         "import numpy as np\nimport torch\nx = torch.zeros(3)\nm = np.mean(x)",
+        # the branch proved the device is the CPU
+        "import torch\nx = torch.zeros(3).to(device)\nif device == 'cpu':\n    a = x.numpy()",
+        "import torch\nx = torch.zeros(3).to(self.device)\nif self.device != CPU:\n"
+        "    x = x.cpu()\na = x.numpy()",
     )
     INVALID = (
         Invalid(

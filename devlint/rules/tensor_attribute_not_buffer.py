@@ -69,6 +69,12 @@ class TensorAttributeNotBuffer(FlowRule):
     required_patterns = (FORWARD_METHOD, SELF_FACTORY_ASSIGNMENT)
 
     VALID = (
+        # moved by `__init__` itself
+        "import torch\nfrom torch import nn\nclass Agent(nn.Module):\n"
+        "    def __init__(self, use_cuda):\n        super().__init__()\n"
+        "        self.whoami = torch.LongTensor([1, 2])\n        if use_cuda:\n"
+        "            self.whoami = self.whoami.to('cuda')\n"
+        "    def forward(self, x):\n        return x + self.whoami",
         # handed to a helper of the project, which may move it
         "import torch\nfrom torch import nn\nclass Elmo(nn.Module):\n"
         "    def __init__(self):\n        super().__init__()\n"
@@ -157,8 +163,9 @@ class TensorAttributeNotBuffer(FlowRule):
             if method_name != "__init__"
             for name in _self_assignments(method)
         }
+        moved_in_init = _moved_attributes(init)
         for assignment, attribute in self._plain_tensor_attributes(init):
-            if attribute in reassigned:
+            if attribute in reassigned or attribute in moved_in_init:
                 continue
             use = _first_plain_use(forward, attribute, self._is_torch_call)
             if use is not None:
@@ -217,6 +224,20 @@ class TensorAttributeNotBuffer(FlowRule):
     def _is_torch_call(self, call: ast.Call) -> bool:
         qualified = self.analysis.names.qualified_syntax_name(call.func) or ""
         return qualified.startswith("torch.")
+
+
+def _moved_attributes(init: FunctionNode) -> set[str]:
+    """Attributes `__init__` moves itself (`self.x = self.x.to("cuda")`, under a flag or not):
+    the class manages their device by hand."""
+    moved: set[str] = set()
+    for node in nodes_below(init):
+        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
+            continue
+        func = node.value.func
+        if isinstance(func, ast.Attribute) and func.attr in _ADAPTING_METHODS:
+            targets = (dotted_name(target) or "" for target in node.targets)
+            moved.update(t[len("self.") :] for t in targets if t.startswith("self."))
+    return moved
 
 
 def _self_assignments(method: FunctionNode) -> set[str]:
