@@ -199,7 +199,9 @@ class DeviceFlow(CallEvaluator):
             if method_name != "__init__":
                 forward = module_class and method_name == "forward"
                 parameters = (
-                    frozenset() if forward else self._tensor_parameters(method, facts.bases)
+                    frozenset()
+                    if forward
+                    else self._tensor_parameters(method, (name, *facts.bases))
                 )
                 unit = Unit(
                     method,
@@ -327,6 +329,8 @@ class DeviceFlow(CallEvaluator):
         result = unit.returns[0] if unit.returns else UNKNOWN
         for other in unit.returns[1:]:
             result = join(result, other)
+        if _placed_by_parameter(result, function):
+            result = UNKNOWN  # `.to(device)` with the callee's own `device`: the caller's choice
         self._summaries[function] = result
         return result
 
@@ -488,6 +492,17 @@ class DeviceFlow(CallEvaluator):
             env[dotted] = value
             if self.recording and value is not UNKNOWN:
                 self.values[target] = value
+
+
+def _placed_by_parameter(value: Value, function: FunctionNode) -> bool:
+    """Whether ``value`` was placed on a device named by a parameter of ``function``, which
+    means nothing where the caller reads the summary."""
+    if value.where is not Where.DEVICE:
+        return False
+    root = value.placement.device.split(".", 1)[0].split("[", 1)[0]
+    arguments = function.args
+    every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+    return any(parameter.arg == root for parameter in every)
 
 
 def _device_tested_for_cpu(test: ast.expr, text: SourceText) -> Optional[tuple[str, bool]]:

@@ -69,12 +69,17 @@ def names_used_as_tensors(function: FunctionNode) -> set[str]:
     return used
 
 
-def runs_on_cpu_by_design(function: FunctionNode, class_bases: Iterable[str]) -> bool:
-    """A dataset's item access or a collate function: code that prepares CPU data."""
+def runs_on_cpu_by_design(function: FunctionNode, classes: Iterable[str]) -> bool:
+    """A dataset's item access, a collate function, a data collator's or a dataset's methods:
+    code that prepares CPU data. ``classes`` are the class's own name and its bases'."""
     name = function.name
-    if name in _CPU_BY_DESIGN_METHODS or "collate" in name.lower():
+    if name in _CPU_BY_DESIGN_METHODS or "collat" in name.lower():
         return True
-    return any(base.rpartition(".")[2].endswith("Dataset") for base in class_bases)
+    return any(_prepares_data(base.rpartition(".")[2]) for base in classes)
+
+
+def _prepares_data(class_name: str) -> bool:
+    return class_name.endswith("Dataset") or "Collat" in class_name
 
 
 def is_test_module(path: str) -> bool:

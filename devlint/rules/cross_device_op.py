@@ -58,6 +58,10 @@ class CrossDeviceOp(FlowRule):
         "import torch\nx = torch.zeros(3).cuda()\nn = torch.ones(3)\ny = x + n[0]",
         "import torch\nx = torch.ones(3)\nif cond:\n    x = x.cuda()\ny = x + torch.ones(3)",
         "import torch\ntotal = torch.zeros(3)\ntotal += torch.ones(3)",
+        # a helper's `.to(device)` with its own parameter says nothing where it is called
+        "import torch\ndef reference(x, device):\n    return (x * 2).to(device)\n"
+        "def test():\n    device = 'cpu'\n    out = reference(torch.ones(2), device)\n"
+        "    return out - torch.ones(2)",
         # `.to()` of a dtype variable, and a factory writing into `out=`
         "import torch\nx = torch.rand(3).to(ori_dt)\ny = x - torch.rand(3)",
         "import torch\nx = torch.zeros(3).cuda()\ny = torch.arange(3, out=x.new(3))\nz = x + y",

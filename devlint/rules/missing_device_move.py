@@ -105,6 +105,9 @@ class MissingDeviceMove(FlowRule):
         "        self.encs = {k: torch.zeros(4, 3) for k in range(2)}\n"
         "    def add(self, k, e):\n        self.encs[k] = e\n"
         "    def score(self, q: torch.Tensor, k):\n        return q @ self.encs[k].t()",
+        "import torch\nclass DataCollatorForMasking:\n"
+        "    def mask(self, labels: torch.Tensor):\n"
+        "        return torch.bernoulli(torch.full(labels.shape, 0.8)).bool() & labels",
         # a name proves nothing: `n` may be a number
         "import torch\ndef f(n):\n    return n + torch.zeros(3)",
         "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
