@@ -408,7 +408,17 @@ class DeviceFlow(CallEvaluator):
             _place_on_cpu(body_env if equal else orelse_env, device)
         body = self.exec_block(node.body, body_env, unit)
         orelse = self.exec_block(node.orelse, orelse_env, unit)  # `elif` is an `if` in here
-        return _replace(env, merge(body, orelse))
+        changed = _replace(env, merge(body, orelse))
+        defaulted = _omitted_parameter(node.test, unit.function)
+        if (
+            defaulted is not None
+            and body is not None
+            and body.get(defaulted, UNKNOWN).is_cpu_tensor()
+        ):
+            # `if mask is None: mask = torch.ones(...)`: callers that omit the argument take
+            # this path, and on it the value is on the CPU.
+            env[defaulted] = body[defaulted]
+        return changed
 
     def _exec_for(self, node: Union[ast.For, ast.AsyncFor], env: Env, unit: Unit) -> bool:
         iterable = self.eval(node.iter, env, unit)
@@ -492,6 +502,33 @@ class DeviceFlow(CallEvaluator):
             env[dotted] = value
             if self.recording and value is not UNKNOWN:
                 self.values[target] = value
+
+
+def _omitted_parameter(test: ast.expr, function: Optional[FunctionNode]) -> Optional[str]:
+    """The parameter ``test`` finds omitted: `if mask is None:` where `mask=None` is the
+    parameter's default."""
+    if function is None or not isinstance(test, ast.Compare) or len(test.ops) != 1:
+        return None
+    left, right = test.left, test.comparators[0]
+    if not (
+        isinstance(test.ops[0], ast.Is)
+        and isinstance(left, ast.Name)
+        and isinstance(right, ast.Constant)
+        and right.value is None
+    ):
+        return None
+    arguments = function.args
+    positional = [*arguments.posonlyargs, *arguments.args]
+    defaults = dict(zip(reversed(positional), reversed(arguments.defaults)))
+    defaults.update(
+        (parameter, default)
+        for parameter, default in zip(arguments.kwonlyargs, arguments.kw_defaults)
+        if default is not None
+    )
+    for parameter, default in defaults.items():
+        if parameter.arg == left.id and isinstance(default, ast.Constant):
+            return left.id if default.value is None else None
+    return None
 
 
 def _placed_by_parameter(value: Value, function: FunctionNode) -> bool:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from devlint.analysis.flow import DeviceFlow
-from devlint.analysis.torch_api import COMBINING_FUNCTIONS
+from devlint.analysis.torch_api import COMBINING_FUNCTIONS, OPERAND_METHODS
 from devlint.analysis.values import Placement, Value, mismatch
 
 
@@ -26,6 +26,14 @@ def operands(node: ast.AST, flow: DeviceFlow) -> list[tuple[ast.expr, Value]]:
         and flow.names.qualified_syntax_name(node.func) in COMBINING_FUNCTIONS
     ):
         parts = list(_call_operands(node))
+    elif (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in OPERAND_METHODS
+        and flow.names.qualified_syntax_name(node.func) is None
+    ):
+        # `a.lt(b)`, `a.masked_fill(mask, v)`: the receiver and its tensor arguments.
+        parts = [node.func.value, *_call_operands(node)]
     else:
         return []
     return [(part, flow.value_of(part)) for part in parts]

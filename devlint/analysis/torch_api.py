@@ -58,6 +58,14 @@ PLACEMENT_KEEPING_METHODS = frozenset(
         "any median matmul mm bmm tril triu tril_ triu_ diag diagonal"
     ).split()
 )
+# Tensor methods that combine the tensor with tensor arguments, which must share its device.
+OPERAND_METHODS = frozenset(
+    (
+        "add add_ sub sub_ mul mul_ div div_ matmul mm bmm lt le gt ge eq ne masked_fill "
+        "masked_fill_ where logical_and logical_or maximum minimum index_select "
+        "gather scatter scatter_ index_add index_add_"
+    ).split()
+)
 # Tensor factories as methods: `x.new_zeros(...)` lives where `x` does.
 NEW_METHODS = frozenset("new_zeros new_ones new_empty new_full new_tensor".split())
 MODULE_SELF_METHODS = frozenset(

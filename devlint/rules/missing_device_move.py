@@ -108,6 +108,11 @@ class MissingDeviceMove(FlowRule):
         "import torch\nclass DataCollatorForMasking:\n"
         "    def mask(self, labels: torch.Tensor):\n"
         "        return torch.bernoulli(torch.full(labels.shape, 0.8)).bool() & labels",
+        "import torch\nfrom torch import nn\nclass Encoder(nn.Module):\n"
+        "    def forward(self, tokens, mask=None):\n        if mask is None:\n"
+        "            mask = torch.ones(tokens.shape[:2], device=tokens.device).bool()\n"
+        "        return tokens * mask.unsqueeze(-1)",
+        "import torch\ndef f(x: torch.Tensor):\n    return x.expand_as(torch.zeros(3, 3))",
         # a name proves nothing: `n` may be a number
         "import torch\ndef f(n):\n    return n + torch.zeros(3)",
         "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
@@ -188,6 +193,22 @@ class MissingDeviceMove(FlowRule):
             9,
             40,
             "`self.step_embedding` is a layer of the module",
+        ),
+        # the path callers take when they omit `mask`
+        Invalid(
+            "import torch\nfrom torch import nn\nclass Encoder(nn.Module):\n"
+            "    def forward(self, tokens, mask=None):\n        if mask is None:\n"
+            "            mask = torch.ones(tokens.shape[0], tokens.shape[1]).bool()\n"
+            "        return tokens * mask.unsqueeze(-1)",
+            7,
+            25,
+        ),
+        # a tensor method combines its receiver with its tensor arguments
+        Invalid(
+            "import torch\ndef sequence_mask(lengths: torch.Tensor, max_len):\n"
+            "    return torch.arange(0, max_len).repeat(3, 1).lt(lengths.unsqueeze(1))",
+            3,
+            12,
         ),
     )
 
