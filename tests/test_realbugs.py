@@ -87,6 +87,66 @@ def test_near_misses_are_rejected(before: str, after: str) -> None:
     assert classify(before, after) is None
 
 
+@pytest.mark.parametrize(
+    ("before", "after", "subject", "path"),
+    [
+        # a test limited to CUDA, ported to another accelerator
+        ("m = Net().cuda()", "m = Net().to(torch_device)", "Enable tests on XPU", "tests/t.py"),
+        # GPU 0 is no hard-coded ordinal, and 1 to 2 is still one
+        ('d = torch.device("cuda:0")', "d = torch.device(device)", "", "a.py"),
+        ('x = x.to("cuda:1")', 'x = x.to("cuda:2")', "", "a.py"),
+        # devices threaded through constructors, `*_like`, parameters and buffers
+        ("w = torch.ones(3)", "w = torch.ones(3, device=device)", "dd factory kwargs", "m.py"),
+        ("m = torch.empty_like(x)", "m = torch.empty_like(x, device=x.device)", "", "m.py"),
+        (
+            "self.g = nn.Parameter(torch.ones(3))",
+            "self.g = nn.Parameter(torch.ones(3, device=d))",
+            "",
+            "m.py",
+        ),
+        ("x = torch.zeros(3)", "x = torch.zeros(3, device=available_device)", "", "tests/t.py"),
+        # a loss without weights, a test model moved with its inputs
+        (
+            "criterion = nn.CrossEntropyLoss()",
+            "criterion = nn.CrossEntropyLoss().cuda()",
+            "",
+            "a.py",
+        ),
+        (
+            "m = Model.from_pretrained(p)",
+            "m = Model.from_pretrained(p).to(torch_device)",
+            "",
+            "tests/test_m.py",
+        ),
+        # `.to()` works in place on pipelines and modules
+        ("pipe.to(torch_device)", "pipe = pipe.to(torch_device)", "", "tests/test_p.py"),
+        # deprecated names in strings, docstrings and mock targets
+        (
+            'scaler: Optional["torch.cuda.amp.GradScaler"] = None,',
+            'scaler: Optional["torch.amp.GradScaler"] = None,',
+            "",
+            "a.py",
+        ),
+        (
+            "scaler (torch.cuda.amp.GradScaler): the scaler",
+            "scaler (torch.amp.GradScaler): the scaler",
+            "",
+            "a.py",
+        ),
+    ],
+)
+def test_shapes_reading_found_no_fix_are_rejected(
+    before: str, after: str, subject: str, path: str
+) -> None:
+    assert classify(before, after, subject, path) is None
+
+
+def test_the_same_shapes_stay_cases_elsewhere() -> None:
+    assert classify("m = Net().cuda()", "m = Net().to(device)", "Fix CPU runs", "train.py")
+    assert classify('x = x.to("cuda:1")', 'x = x.to("cuda:0")', "", "a.py")
+    assert classify("x = torch.zeros(3)", "x = torch.zeros(3, device=x.device)", "", "tests/t.py")
+
+
 def test_insertions_lists_every_placement() -> None:
     assert insertions("x.numpy()", "x.cpu().numpy()") == [(1, ".cpu()"), (2, "cpu().")]
     assert insertions("abc", "abc") == []

@@ -104,14 +104,79 @@ def is_code_line(line: str) -> bool:
     )
 
 
-def classify(before_line: str, after_line: str) -> Optional[Match]:
-    """The device fix that turns ``before_line`` into ``after_line``, or None."""
+def classify(
+    before_line: str, after_line: str, subject: str = "", path: str = ""
+) -> Optional[Match]:
+    """The device fix that turns ``before_line`` into ``after_line``, or None; the commit's
+    ``subject`` and the file's ``path`` reject the shapes that reading found to be no fix."""
     if not (is_code_line(before_line) and is_code_line(after_line)):
         return None
     before, after = squeeze(before_line), squeeze(after_line)
     if before == after:
         return None
-    return _by_insertion(before, after) or _by_replacement(before, after)
+    match = _by_insertion(before, after) or _by_replacement(before, after)
+    if match is None or rejection(match, before_line.strip(), subject, path):
+        return None
+    return match
+
+
+# A test moved to another accelerator: it was already limited to CUDA, so nothing was broken.
+_PORTING_SUBJECT = re.compile(
+    r"xpu|npu|mlu|hpu|ascend|musa|\bmps\b|device[- ]agnostic|accelerator", re.IGNORECASE
+)
+# A refactor that threads a device argument through constructors (meta-device init, `dd`).
+_DEVICE_ARGUMENT_SUBJECT = re.compile(
+    r"factory.?kwargs|\bdd\b|device (?:argument|arg|kwarg)", re.IGNORECASE
+)
+# Objects whose `.to()`/`.cpu()` works in place: a statement move on them discards nothing.
+_IN_PLACE_MOVERS = re.compile(r"pipe|renderer|result|model|module|net\b", re.IGNORECASE)
+# `scaler (torch.cuda.amp.GradScaler): ...`: a docstring's parameter line.
+_DOCSTRING_PARAMETER = re.compile(r"^\w+ \(.*\)(?:, optional)?:")
+
+
+def is_test_path(path: str) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    return "/tests/" in f"/{path}" or "/test/" in f"/{path}" or name.startswith("test_")
+
+
+def rejection(match: Match, before: str, subject: str, path: str) -> Optional[str]:
+    """Why a recognised shape is no device fix in this commit, or None."""
+    squeezed = squeeze(before)
+    category = match.category
+    ported = is_test_path(path) and bool(_PORTING_SUBJECT.search(subject))
+    if category in ("unguarded-cuda", "ordinal") and ported:
+        return "a guarded test ported to another accelerator"
+    if category == "ordinal" and not re.search(r"[1-9]\d*", match.inserted.split(":")[-1]):
+        return "GPU 0 is no hard-coded ordinal"
+    if category == "factory-device":
+        if _DEVICE_ARGUMENT_SUBJECT.search(subject):
+            return "a device argument threaded through constructors"
+        if re.search(r"_like\(|Parameter\(|register_buffer\(", squeezed):
+            return "a `*_like` factory, a parameter or a buffer: placed by its owner"
+    if "available_device" in match.inserted:
+        return "a test given a device parameter"
+    if category == "missing-move":
+        if match.inserted == ".cuda()" and squeezed.endswith("Loss()"):
+            return "a loss without weights holds no tensor"
+        if "from_pretrained(" in squeezed and is_test_path(path):
+            return "a test model moved together with its inputs"
+    if category == "discarded-move" and _IN_PLACE_MOVERS.search(match.inserted):
+        return "`.to()` of a pipeline, container or module works in place"
+    if category == "deprecated-api" and (
+        _in_quotes(before, match.inserted.split(".")[-1])
+        or _DOCSTRING_PARAMETER.match(before)
+        or "patch(" in squeezed
+    ):
+        return "a name in a string, a docstring or a mock target"
+    return None
+
+
+def _in_quotes(line: str, word: str) -> bool:
+    """Whether the first deprecated name near ``word`` in ``line`` sits inside quotes."""
+    index = line.find(word.replace("reserved", "cached").replace("torch.amp", "torch.cuda.amp"))
+    index = index if index >= 0 else line.find("cuda")
+    head = line[: max(index, 0)]
+    return any(head.count(quote) % 2 == 1 for quote in ('"', "'", "`"))
 
 
 def _by_insertion(before: str, after: str) -> Optional[Match]:
@@ -178,8 +243,8 @@ def _replaces_span(before: str, after: str, span: re.Match[str]) -> bool:
     if not (after.startswith(head) and after.endswith(tail)):
         return False
     replacement = after[len(head) : len(after) - len(tail)]
-    if _CUDA_ORDINAL.search(replacement):
-        return False
+    if re.search(r"cuda:[1-9]|\.cuda\([1-9]|[\"'],[1-9]", replacement):
+        return False  # another GPU of index 1 or more: still hard-coded
     return bool(_DEVICE_WORD.search(replacement)) or replacement in {'"cuda"', "'cuda'", ".cuda()"}
 
 

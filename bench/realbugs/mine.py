@@ -98,7 +98,7 @@ def mine(mirror: Path) -> list[Case]:
     def close_hunk() -> None:
         if commit and removed and len(removed) == len(added) <= MAX_PAIRED_LINES:
             for (old_line, old), (new_line, new) in zip(removed, added):
-                match = classify(old, new)
+                match = classify(old, new, commit.subject, path)
                 if match and not _SKIPPED_PATHS.search(path):
                     commit_cases.append(
                         Case(
