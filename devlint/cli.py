@@ -215,6 +215,8 @@ _INFO_FORMAT = click.option("--format", "output_format", type=click.Choice(("tex
 def explain(code: str, output_format: str) -> None:
     """Print the documentation of the rule CODE (for example DEV001)."""
     rule = RULES_BY_CODE.get(code.upper())
+    if rule is None and code.upper() == "DEV900":  # the runtime companion's own finding
+        from devlint.runtime.runtime_error import RuntimeErrorFinding as rule
     if rule is None:
         _fail(f"unknown rule code {code!r}; `devlint rules` lists them")
     if output_format == "json":
