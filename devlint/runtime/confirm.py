@@ -46,6 +46,7 @@ class ConfirmOptions:
     jobs: int = 1  # runs at once (each is a process with its own memory limit)
     args: Optional[tuple[str, ...]] = None  # every script's arguments (else configured ones)
     reruns: int = 5  # re-runs of one entry point past its crashes without an accelerator
+    keep: Optional[Callable[[list[Finding]], list[Finding]]] = None  # a baseline's filter
 
 
 @dataclass
@@ -155,6 +156,8 @@ def confirm_paths(
     progress: Optional[Progress] = None,
 ) -> ConfirmReport:
     summary = lint_paths(paths, resolver, False)
+    if options.keep is not None:
+        summary.findings = options.keep(summary.findings)
     root = (options.root or entry_points.project_root(paths)).resolve()
     settings = run_settings.load(root)
     entries = _entries(paths, list(iter_python_files(paths, resolver, False)), root, options)

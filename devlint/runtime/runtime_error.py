@@ -52,6 +52,6 @@ class RuntimeErrorFinding(Rule):
     @classmethod
     def documentation(cls) -> str:
         items = "\n".join(
-            f"- `{error.profile}`: {error.meaning} (\"{error.says}\")" for error in DEVICE_ERRORS
+            f'- `{error.profile}`: {error.meaning} ("{error.says}")' for error in DEVICE_ERRORS
         )
         return f"{super().documentation()}\n\n## Device errors it recognises\n{items}"
