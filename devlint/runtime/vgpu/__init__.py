@@ -30,6 +30,10 @@ from devlint.runtime.vgpu.tensor import (
     wrap,
 )
 
+# pytest hides this module's frames from tracebacks, as it hides its own: a device error
+# raised here belongs to the user's line that called torch.
+__tracebackhide__ = True
+
 __all__ = ["LAST_ERROR", "VirtualTensor", "install", "installed", "unavailable_reason", "wrap"]
 
 _STATE: dict[str, Any] = {}

@@ -15,6 +15,10 @@ import torch
 
 from devlint.runtime.device_rules import Check, OpRule, rule_for
 
+# pytest hides this module's frames from tracebacks, as it hides its own: a device error
+# raised here belongs to the user's line that called torch.
+__tracebackhide__ = True
+
 # The operators whose CUDA path checks input and weight types before anything else
 # (`check_input_same_type_as_parameters` in ATen's Convolution.cpp).
 CONVOLUTIONS = frozenset(
@@ -49,7 +53,6 @@ LAST_ERROR: list[DeviceErrorRecord] = []  # at most one; a list so that it can b
 
 
 def _fail(message: str, operands: Sequence[torch.Tensor]) -> None:
-    __tracebackhide__ = True  # pytest: the user's line is where the error belongs
     cpu = [tensor for tensor in operands if tensor.device.type == "cpu"]
     LAST_ERROR[:] = [DeviceErrorRecord(message, cpu)]
     raise RuntimeError(message)

@@ -18,6 +18,10 @@ from torch.overrides import TorchFunctionMode
 from devlint.runtime.vgpu import tensor as vt
 from devlint.runtime.vgpu.tensor import BACKEND, VirtualTensor
 
+# pytest hides this module's frames from tracebacks, as it hides its own: a device error
+# raised here belongs to the user's line that called torch.
+__tracebackhide__ = True
+
 DEVICE_COUNT = 1
 _ORDINAL_MESSAGE = (
     "CUDA error: invalid device ordinal\n"

@@ -25,6 +25,10 @@ from devlint.runtime.device_rules import Check
 from devlint.runtime.vgpu import checks
 from devlint.runtime.vgpu.kernels import CUDA_ONLY
 
+# pytest hides this module's frames from tracebacks, as it hides its own: a device error
+# raised here belongs to the user's line that called torch.
+__tracebackhide__ = True
+
 BACKEND = "vgpu"
 # Where the dispatcher finds the tensors: torch accepts the name only once the backend is
 # renamed, so install() sets it (read it as `tensor.VIRTUAL`, never import the name).
@@ -212,7 +216,6 @@ def _has_plain_tensor(values: Any) -> bool:
 
 
 def dispatch(func: torch._ops.OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    __tracebackhide__ = True
     mixed = _has_plain_tensor(args) or _has_plain_tensor(kwargs.values())
     if mixed and checks.check(func, args, kwargs, is_virtual) is Check.COMPOSITE:
         return _run_composite(func, args, kwargs)
