@@ -255,6 +255,7 @@ def list_rules(output_format: str) -> None:
     click.echo(rules_table(ALL_RULES, sys.stdout.isatty()), nl=False)
 
 
+_PROFILES = ("cpu-host", "vgpu", "mps", "gpu")  # devlint.runtime.profiles.PROFILES
 _PROFILE_HELP = "Run under this profile (repeatable); default: those each finding's rule needs."
 _TESTS_HELP = "Run the project's test suite with pytest (default: when a folder is named)."
 _ROOT_HELP = "The project folder copied for each run (default: the nearest pyproject.toml/.git)."
@@ -267,7 +268,7 @@ _ARGS_HELP = (
 @cli.command()
 @click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
 @click.option("--profile", "profiles", multiple=True,
-              type=click.Choice(("cpu-host", "vgpu", "gpu")), help=_PROFILE_HELP)  # fmt: skip
+              type=click.Choice(_PROFILES), help=_PROFILE_HELP)  # fmt: skip
 @click.option("--entry", "functions", multiple=True, metavar="MODULE:FUNCTION",
               help="Also run this function, with no arguments (repeatable).")  # fmt: skip
 @click.option("--tests/--no-tests", default=None, help=_TESTS_HELP)

@@ -44,7 +44,7 @@ from devlint.runtime.outcome import (
     Warned,
 )
 from devlint.runtime.processes import kill_descendants
-from devlint.runtime.profiles import CPU_HOST, GPU, VGPU
+from devlint.runtime.profiles import CPU_HOST, GPU, MPS, VGPU
 from devlint.runtime.sandbox import apply_limits
 
 
@@ -261,18 +261,25 @@ def _set_up(profile: str, project: _Project) -> tuple[str, str]:
         import torch
     except ImportError:
         return profile, "torch is not installed (pip install 'devlint[runtime]')"
+    if profile == MPS:
+        return profile, _set_up_virtual("mps", project)
     if profile == GPU or torch.cuda.is_available():
         available = torch.cuda.is_available()
         return GPU, "" if available else "torch.cuda.is_available() is False: no GPU here"
+    return VGPU, _set_up_virtual("cuda", project)
+
+
+def _set_up_virtual(kind: str, project: _Project) -> str:
+    """The virtual device playing CUDA or MPS; why it cannot, or ""."""
     from devlint.runtime import vgpu
     from devlint.runtime.vgpu import mode
 
     reason = vgpu.unavailable_reason()
     if reason:
-        return profile, reason
-    vgpu.install()
+        return reason
+    vgpu.install(kind)
     mode.USER_ROOTS.append(project.root + os.sep)
-    return VGPU, ""
+    return ""
 
 
 def _run_entry(job: Job, project: _Project, recorder: _Recorder) -> str:

@@ -36,7 +36,7 @@ from devlint.runtime import confine
 from devlint.runtime.guard import HOSTILE
 from devlint.runtime.outcome import CRASHED, FAILED, REFUSED, TIMEOUT, Guard, Job, RunOutcome
 from devlint.runtime.processes import kill_descendants
-from devlint.runtime.profiles import CPU_HOST
+from devlint.runtime.profiles import CPU_HOST, MPS
 
 try:
     import resource
@@ -176,8 +176,8 @@ def child_environment(profile: str, scratch: Path) -> dict[str, str]:
         TORCH_EXTENSIONS_DIR=str(scratch / "torch_extensions"),
     )
     env.pop("PYTHONSTARTUP", None)
-    if profile == CPU_HOST:
-        env["CUDA_VISIBLE_DEVICES"] = ""  # a GPU machine plays one without a GPU
+    if profile in (CPU_HOST, MPS):
+        env["CUDA_VISIBLE_DEVICES"] = ""  # a GPU machine plays one without a GPU (or a Mac)
     return env
 
 

@@ -14,6 +14,7 @@ from typing import Any, Callable, Optional
 import torch
 
 from devlint.runtime.device_rules import Check, OpRule, rule_for
+from devlint.runtime.vgpu import shown
 
 # pytest hides this module's frames from tracebacks, as it hides its own: a device error
 # raised here belongs to the user's line that called torch.
@@ -59,12 +60,12 @@ def _fail(message: str, operands: Sequence[torch.Tensor]) -> None:
 
 
 def device_name(tensor: torch.Tensor, is_virtual: Callable[[torch.Tensor], bool]) -> str:
-    return "cuda:0" if is_virtual(tensor) else str(tensor.device)
+    return shown.name() if is_virtual(tensor) else str(tensor.device)
 
 
 def type_name(tensor: torch.Tensor, is_virtual: Callable[[torch.Tensor], bool]) -> str:
     name = _LEGACY_NAMES.get(tensor.dtype, f"{tensor.dtype}Tensor".replace("torch.", ""))
-    return f"torch.cuda.{name}" if is_virtual(tensor) else f"torch.{name}"
+    return f"torch.{shown.TYPE}.{name}" if is_virtual(tensor) else f"torch.{name}"
 
 
 def op_name(func: torch._ops.OpOverload) -> str:
