@@ -111,14 +111,18 @@ class Step:
 
 
 def run_one(
-    step: Step,
+    entry: Entry,
+    profile: str,
     root: Path,
     watch: dict[str, list[int]],
     limits: Limits,
-    settings: run_settings.RunSettings,
+    settings: Optional[run_settings.RunSettings] = None,
     args: Optional[Sequence[str]] = None,
+    patch: Sequence[Frame] = (),
 ) -> RunOutcome:
-    entry = step.entry
+    """One run in its own copy of the project; a script's ``args`` default to the configured
+    ones, and the source roots to the project's root."""
+    settings = settings or run_settings.RunSettings(paths=["."])
     if args is None:
         args = settings.args.get(entry.target, []) if entry.kind == "script" else []
     with project_copy(root, limits) as folder:
@@ -126,22 +130,25 @@ def run_one(
         cwd = _cwd_in_copy(root, copy)
         job = Job(
             entry,
-            step.profile,
+            profile,
             str(copy),
             str(cwd if cwd.is_dir() else copy),
             watch,
             str(folder / "result.json"),
             args=list(args),
             paths=list(settings.paths),
-            patch=list(step.patch),
+            patch=list(patch),
         )
         return run_job(job, folder, limits)
 
 
 def rerun_past(run: RunOutcome) -> Optional[Step]:
     """The re-run that goes past the crash that stopped a run without an accelerator: the
-    crashing line's device calls sent to the CPU. None where there is nothing to go past."""
+    crashing line's device calls sent to the CPU. None where there is nothing to go past (a
+    test suite: one test's crash does not stop the others)."""
     if run.status != FAILED or run.profile != CPU_HOST or not run.failures:
+        return None
+    if run.entry.kind == "pytest":
         return None
     raised = run.failures[-1]
     if not raised.frames or not patchable(raised.text) or raised.frames[-1] in run.patched:
@@ -156,8 +163,6 @@ def confirm_paths(
     progress: Optional[Progress] = None,
 ) -> ConfirmReport:
     summary = lint_paths(paths, resolver, False)
-    if options.keep is not None:
-        summary.findings = options.keep(summary.findings)
     root = (options.root or entry_points.project_root(paths)).resolve()
     settings = run_settings.load(root)
     entries = _entries(paths, list(iter_python_files(paths, resolver, False)), root, options)
@@ -172,7 +177,16 @@ def confirm_paths(
         if progress is not None:
             past = f" past line {step.patch[-1][1]} of {step.patch[-1][0]}" if step.patch else ""
             progress(f"running {step.entry.label} under {step.profile}{past}")
-        return run_one(step, root, watch, options.limits, settings, options.args)
+        return run_one(
+            step.entry,
+            step.profile,
+            root,
+            watch,
+            options.limits,
+            settings,
+            options.args,
+            step.patch,
+        )
 
     runs: list[RunOutcome] = []
     with ThreadPoolExecutor(max_workers=max(1, options.jobs)) as pool:
@@ -183,11 +197,13 @@ def confirm_paths(
             batch = list(pool.map(run, [s for s in again if len(s.patch) <= options.reruns]))
     scopes = {entry.label: scope for entry, scope in entries.items()}
     judgement = judge(summary.findings, runs, root, scopes)
-    verdicts = judgement.verdicts
-    for finding, verdict in runtime_findings(runs, root, judgement.explained):
-        summary.findings.append(finding)
-        verdicts.append(verdict)
-    return ConfirmReport(summary, verdicts, runs, root, list(entries))
+    judged = list(zip(summary.findings, judgement.verdicts))
+    if options.keep is not None:  # a baseline's findings still explain their crashes, unseen
+        kept = set(options.keep(summary.findings))
+        judged = [(finding, verdict) for finding, verdict in judged if finding in kept]
+    judged += runtime_findings(runs, root, judgement.explained)
+    summary.findings = [finding for finding, _ in judged]
+    return ConfirmReport(summary, [verdict for _, verdict in judged], runs, root, list(entries))
 
 
 def default_progress(message: str) -> None:
