@@ -11,7 +11,8 @@ class RuntimeErrorFinding(Rule):
     ## What it does
     Reported by `devlint confirm` (and `check --confirm`), never by the static
     rules: an exception that stopped a run of the code (a script, a test, a
-    named function) at a line no static finding covers. The location is the
+    named function) and that no static finding explains (none at its line,
+    or none whose error it is). The location is the
     innermost frame of the project's own code in the traceback; the message
     gives the exception, the profile and the entry point (or the failing
     test), and what the error means when it is a device error PyTorch raises
@@ -46,7 +47,7 @@ class RuntimeErrorFinding(Rule):
 
     code = RUNTIME_ERROR_CODE
     name = "runtime-error"
-    summary = "an exception stopped a run at a line no static finding covers"
+    summary = "an exception stopped a run and no static finding explains it"
     default_enabled = False  # the static linter never reports it
 
     @classmethod

@@ -273,7 +273,7 @@ def _runtime_message(failure: Failure, run: RunOutcome) -> str:
     known = device_error(failure.text)
     if known is not None:
         text += f": {known.meaning}"
-    return text + "; no static finding covers this line"
+    return text + "; no static finding explains it"
 
 
 def runtime_findings(
