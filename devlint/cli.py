@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -12,9 +13,16 @@ import click
 
 from devlint import __version__
 from devlint.api import lint_paths, lint_stdin
-from devlint.baseline import BaselineError, SourceLines, load_baseline, new_findings
+from devlint.baseline import (
+    BaselineEntry,
+    BaselineError,
+    SourceLines,
+    load_baseline,
+    new_findings,
+)
 from devlint.cache import find_cache_dir
 from devlint.config import ConfigError, ConfigResolver, RuleSelection, split_selectors
+from devlint.diagnostics import Finding
 from devlint.discovery import PathError
 from devlint.parallel import default_jobs
 from devlint.progress import progress_bar
@@ -110,12 +118,22 @@ def check(
     )
     try:
         resolver = ConfigResolver(selection, config_file)
-        if confirm_findings:
-            from devlint.runtime.confirm import ConfirmOptions
-
-            confirm_format = "json" if output_format == "json" else "text"
-            _run_confirm(paths or (Path("."),), resolver, ConfirmOptions(), confirm_format, quiet)
         recorded = load_baseline(baseline_file) if baseline_file else None  # fails before linting
+        if confirm_findings:
+            refused = _not_with_confirm(
+                {f"--format {output_format}": output_format not in ("text", "json"),
+                 "--statistics": statistics, "--write-baseline": write_baseline_file is not None,
+                 "--fix": fix, "--unsafe-fixes": unsafe_fixes, "--diff": diff,
+                 "--exit-non-zero-on-fix": exit_non_zero_on_fix, "--force-exclude": force_exclude,
+                 "standard input": bool(stdin_filename) or paths == (Path("-"),)}
+            )  # fmt: skip
+            if refused:
+                _fail(refused)
+            _check_confirm(
+                paths or (Path("."),), resolver, output_format, quiet or no_progress, jobs,
+                (baseline_file, recorded) if baseline_file and recorded is not None else None,
+                exit_zero,
+            )  # fmt: skip
         lines = SourceLines()
         reading_stdin = paths == (Path("-"),) or bool(stdin_filename and not paths)
         if reading_stdin and (fix or diff):
@@ -215,6 +233,8 @@ _INFO_FORMAT = click.option("--format", "output_format", type=click.Choice(("tex
 def explain(code: str, output_format: str) -> None:
     """Print the documentation of the rule CODE (for example DEV001)."""
     rule = RULES_BY_CODE.get(code.upper())
+    if rule is None and code.upper() == "DEV900":  # the runtime companion's own finding
+        from devlint.runtime.runtime_error import RuntimeErrorFinding as rule
     if rule is None:
         _fail(f"unknown rule code {code!r}; `devlint rules` lists them")
     if output_format == "json":
@@ -235,18 +255,24 @@ def list_rules(output_format: str) -> None:
     click.echo(rules_table(ALL_RULES, sys.stdout.isatty()), nl=False)
 
 
+_PROFILES = ("cpu-host", "vgpu", "mps", "gpu")  # devlint.runtime.profiles.PROFILES
 _PROFILE_HELP = "Run under this profile (repeatable); default: those each finding's rule needs."
 _TESTS_HELP = "Run the project's test suite with pytest (default: when a folder is named)."
 _ROOT_HELP = "The project folder copied for each run (default: the nearest pyproject.toml/.git)."
+_ARGS_HELP = (
+    "Command-line arguments for the scripts run, as a shell splits them (default: each "
+    "script's `args` in [tool.devlint.confirm])."
+)
 
 
 @cli.command()
 @click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
 @click.option("--profile", "profiles", multiple=True,
-              type=click.Choice(("cpu-host", "vgpu", "gpu")), help=_PROFILE_HELP)  # fmt: skip
+              type=click.Choice(_PROFILES), help=_PROFILE_HELP)  # fmt: skip
 @click.option("--entry", "functions", multiple=True, metavar="MODULE:FUNCTION",
               help="Also run this function, with no arguments (repeatable).")  # fmt: skip
 @click.option("--tests/--no-tests", default=None, help=_TESTS_HELP)
+@click.option("--args", "script_args", metavar="ARGS", help=_ARGS_HELP)
 @click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds per run.")
 @click.option("--memory-mb", type=int, default=8192, show_default=True,
               help="Address-space limit of each run.")  # fmt: skip
@@ -265,6 +291,7 @@ def confirm(
     profiles: tuple[str, ...],
     functions: tuple[str, ...],
     tests: Optional[bool],
+    script_args: Optional[str],
     timeout: float,
     memory_mb: int,
     root: Optional[Path],
@@ -288,7 +315,11 @@ def confirm(
     selection = RuleSelection(split_selectors(select) if select else None, (),
                               split_selectors(ignore))  # fmt: skip
     limits = Limits(timeout=timeout, memory_mb=memory_mb)
-    options = ConfirmOptions(profiles, functions, tests, limits, root, jobs)
+    try:
+        args = None if script_args is None else tuple(shlex.split(script_args))
+    except ValueError as error:
+        _fail(f"--args: {error}")
+    options = ConfirmOptions(profiles, functions, tests, limits, root, jobs, args)
     try:
         resolver = ConfigResolver(selection, config_file)
         _run_confirm(paths or (Path("."),), resolver, options, output_format, quiet)
@@ -296,9 +327,38 @@ def confirm(
         _fail(str(error))
 
 
+def _not_with_confirm(given: dict[str, bool]) -> Optional[str]:
+    """Why `check --confirm` refuses the options given, if it does: it runs the code and
+    prints verdicts (text or JSON), so it writes no fixes, no other report, no baseline."""
+    refused = [option for option, present in given.items() if present]
+    if not refused:
+        return None
+    return f"{refused[0]} cannot be used with --confirm (it runs the code and reports verdicts)"
+
+
+def _check_confirm(
+    paths: Sequence[Path], resolver: ConfigResolver, output_format: str, quiet: bool,
+    jobs: Optional[int], baseline: Optional[tuple[Path, frozenset[BaselineEntry]]],
+    exit_zero: bool,
+) -> NoReturn:  # fmt: skip
+    """`check --confirm`: -j is the runs at once; a baseline hides the findings it records
+    before anything runs."""
+    from devlint.runtime.confirm import ConfirmOptions
+
+    keep = None
+    if baseline is not None:
+        baseline_file, recorded = baseline
+
+        def keep(findings: list[Finding]) -> list[Finding]:
+            return new_findings(findings, baseline_file, recorded, SourceLines())
+
+    options = ConfirmOptions(jobs=jobs or 1, keep=keep)
+    _run_confirm(paths, resolver, options, output_format, quiet, exit_zero)
+
+
 def _run_confirm(
     paths: Sequence[Path], resolver: ConfigResolver, options: ConfirmOptions,
-    output_format: str, quiet: bool,
+    output_format: str, quiet: bool, exit_zero: bool = False,
 ) -> NoReturn:  # fmt: skip
     from devlint.runtime.report import run_and_report
     from devlint.runtime.sandbox import SandboxError
@@ -307,7 +367,7 @@ def _run_confirm(
         code = run_and_report(paths, resolver, options, output_format, quiet, sys.stdout)
     except SandboxError as error:
         _fail(str(error))
-    sys.exit(code)
+    sys.exit(EXIT_CLEAN if exit_zero and code == EXIT_FINDINGS else code)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:

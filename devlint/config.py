@@ -29,6 +29,7 @@ DEFAULT_EXCLUDE: tuple[str, ...] = (
 )  # fmt: skip
 _LIST_KEYS = ("select", "ignore", "extend-select", "exclude", "extend-exclude")
 KNOWN_KEYS = frozenset((*_LIST_KEYS, "per-file-ignores"))
+RUNTIME_KEYS = frozenset({"confirm"})  # [tool.devlint.confirm], read by devlint.runtime.settings
 
 
 def absolute_path(path: Path) -> Path:
@@ -159,7 +160,7 @@ def _string_list(table: Mapping[str, Any], key: str, origin: str) -> Optional[tu
 
 def parse_project_config(table: Mapping[str, Any], root: Path, source: Path) -> ProjectConfig:
     origin = f"[tool.devlint] of {source}"
-    unknown = sorted(set(table) - KNOWN_KEYS)
+    unknown = sorted(set(table) - KNOWN_KEYS - RUNTIME_KEYS)
     if unknown:
         raise ConfigError(f"unknown key `{unknown[0]}` in {origin}")
     lists = {key: _string_list(table, key, origin) for key in _LIST_KEYS}

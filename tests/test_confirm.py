@@ -216,7 +216,10 @@ def test_check_confirm_flag_and_text_output(tmp_path: Path) -> None:
     lines = completed.stdout.splitlines()
     assert lines[0].startswith("train.py:2:5: DEV001")
     assert lines[1].startswith("  -> confirmed under cpu-host (train.py): AssertionError: Torch")
-    assert lines[-1] == "1 findings: 1 confirmed, 0 not-reproduced, 0 unreachable, 0 error."
+    assert (
+        lines[-1]
+        == "1 findings: 1 confirmed, 0 not-reproduced, 0 not-reached, 0 unreachable, 0 error."
+    )
 
 
 def test_the_static_linter_and_the_pytest_plugin_never_import_torch(tmp_path: Path) -> None:

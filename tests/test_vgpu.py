@@ -251,3 +251,61 @@ def test_device_rules_parser_reads_the_fields_it_needs() -> None:
     assert rules["mm.out"].method == "wrapper_CUDA_mm_out_out"
     assert rules["where.self"].check is Check.ITERATOR
     assert rules["stack"].check is Check.COMPOSITE
+
+
+MPS_BATTERY = """
+import json
+import numpy as np
+import torch
+from devlint.runtime import vgpu
+
+vgpu.install("mps")
+result = {}
+
+def error(function):
+    try:
+        function()
+    except Exception as caught:
+        return f"{type(caught).__name__}: {caught}"
+    return None
+
+x = torch.ones(3, device="mps")
+result["mps_available"] = torch.backends.mps.is_available()
+result["cuda_available"] = torch.cuda.is_available()
+result["device"] = str(x.device)
+result["flags"] = [x.is_mps, x.is_cuda]
+result["repr"] = repr(x)
+result["sum"] = (x * 2).sum().item()
+result["accelerator"] = str(torch.accelerator.current_accelerator())
+result["double"] = error(lambda: x.double())
+result["factory"] = error(lambda: torch.zeros(2, dtype=torch.float64, device="mps"))
+result["from_numpy"] = error(lambda: torch.from_numpy(np.ones(2)).to("mps"))
+result["float32_from_numpy"] = error(lambda: torch.from_numpy(np.ones(2)).float().to("mps"))
+result["mixed"] = error(lambda: x + torch.ones(3))
+result["cuda"] = error(lambda: torch.ones(2).cuda())
+print(json.dumps(result))
+"""
+
+MPS_FLOAT64 = (
+    "TypeError: Cannot convert a MPS Tensor to float64 dtype as the MPS framework doesn't "
+    "support float64. Please use float32 instead."
+)
+
+
+def test_the_mps_profile_plays_an_apple_gpu_without_float64() -> None:
+    completed = subprocess.run(
+        [sys.executable, "-c", MPS_BATTERY], capture_output=True, text=True, timeout=300
+    )
+    assert completed.returncode == 0, completed.stderr
+    mps = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert (mps["mps_available"], mps["cuda_available"]) == (True, False)
+    assert (mps["device"], mps["flags"], mps["accelerator"]) == ("mps:0", [True, False], "mps")
+    assert mps["repr"] == "tensor([1., 1., 1.], device='mps:0')"
+    assert mps["sum"] == 6.0
+    assert mps["double"] == mps["factory"] == mps["from_numpy"] == MPS_FLOAT64
+    assert mps["float32_from_numpy"] is None
+    assert mps["mixed"] == (
+        "RuntimeError: Expected all tensors to be on the same device, but found at least two "
+        "devices, mps:0 and cpu!"
+    )
+    assert mps["cuda"] == "AssertionError: Torch not compiled with CUDA enabled"

@@ -34,6 +34,7 @@ from devlint.runtime.outcome import (
     COMPLETED,
     FAILED,
     REFUSED,
+    TESTS_FAILED,
     TIMEOUT,
     UNAVAILABLE,
     Failure,
@@ -43,7 +44,7 @@ from devlint.runtime.outcome import (
     Warned,
 )
 from devlint.runtime.processes import kill_descendants
-from devlint.runtime.profiles import CPU_HOST, GPU, VGPU
+from devlint.runtime.profiles import CPU_HOST, GPU, MPS, VGPU
 from devlint.runtime.sandbox import apply_limits
 
 
@@ -191,6 +192,7 @@ def failures_of(
         failures.append(
             Failure(type(item).__name__, str(item), frames, test, **_provenance(item, project))
         )
+        failures[-1].cause = item is not error
     return failures
 
 
@@ -232,6 +234,14 @@ class _Recorder:
         if excinfo is not None and isinstance(excinfo.value, Exception):
             self.outcome.failures.extend(failures_of(excinfo.value, self.project, node.nodeid))
 
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        if report.failed and report.nodeid not in self.outcome.failed_tests:
+            self.outcome.failed_tests.append(report.nodeid)
+
+    def pytest_collectreport(self, report: Any) -> None:
+        if report.failed and report.nodeid not in self.outcome.failed_tests:
+            self.outcome.failed_tests.append(report.nodeid)  # a test file that cannot import
+
     def pytest_warning_recorded(
         self, warning_message: Any, when: str, nodeid: str, location: Any
     ) -> None:
@@ -251,32 +261,40 @@ def _set_up(profile: str, project: _Project) -> tuple[str, str]:
         import torch
     except ImportError:
         return profile, "torch is not installed (pip install 'devlint[runtime]')"
+    if profile == MPS:
+        return profile, _set_up_virtual("mps", project)
     if profile == GPU or torch.cuda.is_available():
         available = torch.cuda.is_available()
         return GPU, "" if available else "torch.cuda.is_available() is False: no GPU here"
+    return VGPU, _set_up_virtual("cuda", project)
+
+
+def _set_up_virtual(kind: str, project: _Project) -> str:
+    """The virtual device playing CUDA or MPS; why it cannot, or ""."""
     from devlint.runtime import vgpu
     from devlint.runtime.vgpu import mode
 
     reason = vgpu.unavailable_reason()
     if reason:
-        return profile, reason
-    vgpu.install()
+        return reason
+    vgpu.install(kind)
     mode.USER_ROOTS.append(project.root + os.sep)
-    return VGPU, ""
+    return ""
 
 
 def _run_entry(job: Job, project: _Project, recorder: _Recorder) -> str:
     """Run the entry point; returns the detail of a non-exception failure (pytest's exit)."""
     entry = job.entry
+    # The project's source roots, as pytest's rootdir and `pythonpath` put them (a src layout).
+    sys.path[:0] = [os.path.normpath(os.path.join(project.root, path)) for path in job.paths]
     if entry.kind == "script":
         path = os.path.join(project.root, entry.target)
-        sys.argv = [path]
+        sys.argv = [path, *job.args]
         sys.path.insert(0, os.path.dirname(path))
         runpy.run_path(path, run_name="__main__")
         return ""
     if entry.kind == "function":
         module_name, _, function_name = entry.target.partition(":")
-        sys.path.insert(0, project.root)
         function = getattr(importlib.import_module(module_name), function_name)
         function()
         return ""
@@ -287,8 +305,16 @@ def _run_entry(job: Job, project: _Project, recorder: _Recorder) -> str:
         [*targets, "-q", "-p", "no:cacheprovider", "--rootdir", project.root], plugins=[recorder]
     )
     if int(code) not in (0, 1, 5):  # passed, some tests failed, no tests
-        return f"pytest stopped with exit code {int(code)} ({code!r})"
+        failed = f"; {_failed_tests(recorder.outcome.failed_tests)}"
+        return f"pytest stopped with exit code {int(code)} ({code!r})" + (
+            failed if recorder.outcome.failed_tests else ""
+        )
     return ""
+
+
+def _failed_tests(tests: list[str]) -> str:
+    count = len(tests)
+    return f"{count} test{'' if count == 1 else 's'} failed: {', '.join(tests)}"
 
 
 def _on_sigterm(signum: int, frame: Any) -> None:
@@ -304,6 +330,11 @@ def run(job: Job, policy: Optional[Policy] = None) -> RunOutcome:
     if reason:
         outcome.status, outcome.detail = UNAVAILABLE, reason
         return outcome
+    if job.patch:  # a re-run past lines already confirmed
+        from devlint.runtime import cpu_patch
+
+        cpu_patch.install(project.root, job.patch)
+        outcome.patched = list(job.patch)
     recorder = _Recorder(outcome, project)
     recorder.install_warning_hook()
     watch = _LineWatch(project, job.watch)
@@ -314,6 +345,8 @@ def run(job: Job, policy: Optional[Policy] = None) -> RunOutcome:
         detail = _run_entry(job, project, recorder)
         if detail:
             outcome.status, outcome.detail = FAILED, detail
+        elif outcome.failed_tests:
+            outcome.status, outcome.detail = TESTS_FAILED, _failed_tests(outcome.failed_tests)
     except _TimedOut:
         outcome.status, outcome.detail = TIMEOUT, "stopped by the timeout"
     except SystemExit as exit_:

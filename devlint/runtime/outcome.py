@@ -14,12 +14,14 @@ from typing import Any, Optional
 
 Frame = tuple[str, int]  # (path relative to the project root, line)
 
-COMPLETED = "completed"  # the entry point ran to its end (a test suite: the session finished)
+COMPLETED = "completed"  # the entry point ran to its end (a test suite: every test passed)
+TESTS_FAILED = "tests-failed"  # the test session ran to its end, and some tests failed
 FAILED = "failed"  # an exception ended the entry point
 CRASHED = "crashed"  # killed by a signal, or died without a report
 TIMEOUT = "timeout"
 UNAVAILABLE = "unavailable"  # the profile cannot run here (no torch, no GPU for `gpu`)
 REFUSED = "refused"  # the sandbox refused something the code tried (the detail says what)
+FINISHED = frozenset({COMPLETED, TESTS_FAILED})  # the entry point ran to its end
 
 
 @dataclass
@@ -30,6 +32,7 @@ class Failure:
     test: Optional[str] = None  # the pytest node that failed, when a test suite ran
     moved_at: list[Frame] = field(default_factory=list)  # discarded `.to()` of a CPU operand
     attributes: list[dict[str, Any]] = field(default_factory=list)  # plain tensors on `self`
+    cause: bool = False  # a later exception of the same chain was raised from this one
 
     @property
     def text(self) -> str:
@@ -65,6 +68,8 @@ class RunOutcome:
     entered: list[str] = field(default_factory=list)  # watched files whose code ran at all
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)  # what the sandbox did that did not end it
+    failed_tests: list[str] = field(default_factory=list)  # pytest node ids, in order
+    patched: list[Frame] = field(default_factory=list)  # lines whose device calls ran on the CPU
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -95,6 +100,8 @@ class RunOutcome:
             entered=list(data.get("entered", [])),
             seconds=float(data.get("seconds", 0.0)),
             notes=[str(note) for note in data.get("notes", [])],
+            failed_tests=[str(test) for test in data.get("failed_tests", [])],
+            patched=frames(data.get("patched", [])),
         )
 
     def write(self, path: Path) -> None:
@@ -136,6 +143,9 @@ class Job:
     cwd: str
     watch: dict[str, list[int]]  # relative path -> lines whose execution matters
     result: str  # where the child writes its RunOutcome
+    args: list[str] = field(default_factory=list)  # a script's command-line arguments
+    paths: list[str] = field(default_factory=list)  # source roots put first on sys.path
+    patch: list[Frame] = field(default_factory=list)  # lines whose device calls go to the CPU
     limits: dict[str, int] = field(default_factory=dict)  # RLIMIT_* name -> value
     guard: Optional[Guard] = None  # no confinement where None
 
@@ -146,4 +156,5 @@ class Job:
     def read(cls, path: Path) -> Job:
         data = json.loads(path.read_text(encoding="utf-8"))
         guard = Guard.from_json(data["guard"]) if data.get("guard") else None
-        return cls(**{**data, "entry": Entry(**data["entry"]), "guard": guard})
+        patch = [(str(path), int(line)) for path, line in data.get("patch", [])]
+        return cls(**{**data, "entry": Entry(**data["entry"]), "guard": guard, "patch": patch})

@@ -4,8 +4,15 @@
   without a GPU meets. It shows the rules that break *because* there is no GPU.
 - ``vgpu``: a virtual CUDA device on a CPU-only torch (``devlint.runtime.vgpu``). It shows the
   rules that break only *on* a GPU: mixed devices, ``.numpy()`` on CUDA, a second GPU.
+- ``mps``: a virtual Apple GPU (``mps:0``) on a CPU-only torch: ``torch.backends.mps`` says it is
+  available, CUDA is absent as on a Mac, and float64 on the device fails with MPS's own error.
 - ``gpu``: the real device, where ``torch.cuda.is_available()`` is really True. A run asked for
   ``vgpu`` on such a machine runs as ``gpu``.
+
+``DEVICE_ERRORS`` is the one table of the device errors the profiles can show: which profile
+shows each, and what it means. The rules' runtime checks (``RULES``) quote it; a static rule
+with no entry in ``RULES`` (a rule newer than this table) is confirmed by it generically, by
+the error at the finding's line; a crash at a line with no finding is explained by it.
 """
 
 from __future__ import annotations
@@ -14,14 +21,101 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-CPU_HOST, VGPU, GPU = "cpu-host", "vgpu", "gpu"
-PROFILES = (CPU_HOST, VGPU, GPU)
+CPU_HOST, VGPU, MPS, GPU = "cpu-host", "vgpu", "mps", "gpu"
+PROFILES = (CPU_HOST, VGPU, MPS, GPU)
 
-_SAME_DEVICE = (
+
+@dataclass(frozen=True)
+class DeviceError:
+    """An error PyTorch raises for a device bug: its text, where it shows, what it means."""
+
+    pattern: str  # matched on "Type: message"
+    profile: str  # the profile that shows it
+    meaning: str
+
+    says: str = ""  # the message as PyTorch words it (its first form), for the documentation
+
+
+_NO_CUDA = DeviceError(
+    r"Torch not compiled with CUDA enabled|Found no NVIDIA driver|No CUDA GPUs are available",
+    CPU_HOST,
+    "CUDA is used on a machine without it",
+    "Torch not compiled with CUDA enabled",
+)
+_NO_ACCELERATOR = DeviceError(
+    r"Cannot access accelerator device when none is available",
+    CPU_HOST,
+    "an accelerator is used on a machine without one (an integer device such as `device=0` "
+    "or `.to(0)` means the current accelerator; `pin_memory()` needs one too)",
+    "Cannot access accelerator device when none is available.",
+)
+_NO_DEVICE = DeviceError(
+    r"TypeError: device\(\) received an invalid combination of arguments - got \(NoneType\)",
+    CPU_HOST,
+    "`torch.device(None)`: `torch.accelerator.current_accelerator()` is None on a machine "
+    "without an accelerator",
+    "device() received an invalid combination of arguments - got (NoneType), ...",
+)
+_SAME_DEVICE = DeviceError(
     r"Expected all tensors to be on the same device"
     r"|should be the same or input should be a MKLDNN tensor"
-    r"|module must have its parameters and buffers on device"
+    r"|module must have its parameters and buffers on device",
+    VGPU,
+    "one operation mixes tensors on different devices",
+    "Expected all tensors to be on the same device, but found at least two devices, ...",
 )
+_NUMPY = DeviceError(
+    r"can't convert (cuda|mps)(:\d+)? device type tensor",
+    VGPU,
+    "a tensor on a GPU is converted to NumPy without `.cpu()`",
+    "can't convert cuda:0 device type tensor to numpy. ...",
+)
+_ORDINAL = DeviceError(
+    r"invalid device ordinal",
+    VGPU,
+    "a GPU index the machine does not have is used",
+    "CUDA error: invalid device ordinal",
+)
+_CHECKPOINT = DeviceError(
+    r"Attempting to deserialize object on a CUDA device",
+    CPU_HOST,
+    "a checkpoint saved on a GPU is loaded without `map_location` on a machine without one",
+    "Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False.",
+)
+MPS_FLOAT64_MESSAGE = (
+    "Cannot convert a MPS Tensor to float64 dtype as the MPS framework doesn't support float64. "
+    "Please use float32 instead."
+)
+_MPS_FLOAT64 = DeviceError(
+    re.escape(MPS_FLOAT64_MESSAGE),
+    MPS,
+    "float64 on an MPS device, which has no float64",
+    MPS_FLOAT64_MESSAGE,
+)
+DEVICE_ERRORS = (
+    _NO_CUDA,
+    _NO_ACCELERATOR,
+    _NO_DEVICE,
+    _SAME_DEVICE,
+    _NUMPY,
+    _ORDINAL,
+    _CHECKPOINT,
+    _MPS_FLOAT64,
+)
+
+
+def _any_of(*errors: DeviceError) -> re.Pattern[str]:
+    return re.compile("|".join(f"(?:{error.pattern})" for error in errors))
+
+
+def device_error(text: str) -> Optional[DeviceError]:
+    """The device error a failure's "Type: message" is, if it is one."""
+    return next((error for error in DEVICE_ERRORS if re.search(error.pattern, text)), None)
+
+
+def patchable(text: str) -> bool:
+    """Whether a failure is an accelerator missing, which a re-run can send to the CPU."""
+    return bool(_any_of(_NO_CUDA, _NO_ACCELERATOR).search(text))
 
 
 @dataclass(frozen=True)
@@ -35,30 +129,35 @@ class RuleRuntime:
 
 
 RULES: dict[str, RuleRuntime] = {
-    "DEV001": RuleRuntime(
-        (CPU_HOST,),
-        re.compile(
-            r"Torch not compiled with CUDA enabled|Cannot access accelerator device when none is"
-            r" available|Found no NVIDIA driver|No CUDA GPUs are available"
-        ),
-    ),
+    "DEV001": RuleRuntime((CPU_HOST,), _any_of(_NO_CUDA, _NO_ACCELERATOR)),
     "DEV002": RuleRuntime((VGPU, CPU_HOST), warning="FutureWarning"),
     "DEV003": RuleRuntime(
         (VGPU, CPU_HOST),
         re.compile(r"AttributeError: '\w+' object has no attribute '(to|cuda|cpu)'"),
     ),
-    "DEV004": RuleRuntime((VGPU,), re.compile(_SAME_DEVICE), provenance="moved_at"),
-    "DEV005": RuleRuntime((VGPU,), re.compile(_SAME_DEVICE)),
-    "DEV006": RuleRuntime((VGPU,), re.compile(_SAME_DEVICE)),
-    "DEV007": RuleRuntime((VGPU,), re.compile(r"can't convert cuda(:\d+)? device type tensor")),
-    "DEV008": RuleRuntime(
-        (CPU_HOST,), re.compile(r"Attempting to deserialize object on a CUDA device")
-    ),
-    "DEV009": RuleRuntime((VGPU,), re.compile(_SAME_DEVICE), provenance="attributes"),
-    "DEV010": RuleRuntime((VGPU,), re.compile(r"invalid device ordinal")),
+    "DEV004": RuleRuntime((VGPU,), _any_of(_SAME_DEVICE), provenance="moved_at"),
+    "DEV005": RuleRuntime((VGPU,), _any_of(_SAME_DEVICE)),
+    "DEV006": RuleRuntime((VGPU,), _any_of(_SAME_DEVICE)),
+    "DEV007": RuleRuntime((VGPU,), _any_of(_NUMPY)),
+    "DEV008": RuleRuntime((CPU_HOST,), _any_of(_CHECKPOINT)),
+    "DEV009": RuleRuntime((VGPU,), _any_of(_SAME_DEVICE), provenance="attributes"),
+    "DEV010": RuleRuntime((VGPU,), _any_of(_ORDINAL)),
 }
+NO_RUNTIME_CHECK = frozenset({"DEV000"})  # a file that cannot be parsed cannot run either
+RUNTIME_ERROR_CODE = "DEV900"  # the companion's own findings (``runtime_error``)
+
+# A rule this table does not know (one newer than it) is confirmed by any device error at its
+# line: under the profile its message names (MPS), else on the machine without a GPU.
+_GENERIC = RuleRuntime((CPU_HOST, VGPU, MPS), _any_of(*DEVICE_ERRORS))
+_GENERIC_MPS = RuleRuntime((MPS, CPU_HOST, VGPU), _any_of(*DEVICE_ERRORS))
+_NAMES_MPS = re.compile(r"\bMPS\b|\bmps\b")
 
 
-def profiles_for(code: str) -> tuple[str, ...]:
-    rule = RULES.get(code)
-    return rule.profiles if rule else ()
+def runtime_of(code: str, message: str = "") -> Optional[RuleRuntime]:
+    """How a finding's bug shows at run time; None where no run can show it."""
+    if code in NO_RUNTIME_CHECK or code == RUNTIME_ERROR_CODE:
+        return None
+    known = RULES.get(code)
+    if known is not None:
+        return known
+    return _GENERIC_MPS if _NAMES_MPS.search(message) else _GENERIC

@@ -13,7 +13,7 @@ from devlint.report import display_path
 from devlint.report.json_format import finding_to_json
 from devlint.runtime.confirm import ConfirmOptions, ConfirmReport, confirm_paths, default_progress
 from devlint.runtime.device_rules import load_rules
-from devlint.runtime.outcome import REFUSED, RunOutcome
+from devlint.runtime.outcome import COMPLETED, FAILED, REFUSED, TESTS_FAILED, RunOutcome
 from devlint.runtime.verdicts import CONFIRMED, VERDICTS, Verdict
 
 _DETAIL_LINES = 3  # of a multi-line message (CUDA's carries four)
@@ -32,11 +32,22 @@ def _verdict_line(verdict: Optional[Verdict]) -> str:
     return f"  -> {head}: {detail}" if detail else f"  -> {head}"
 
 
-def _run_line(run: RunOutcome) -> str:
-    text = f"{run.entry.label} under {run.profile}: {run.status} in {run.seconds:.1f} s"
-    if run.status != "completed" and run.detail and (not run.failures or run.status == REFUSED):
-        text += f" ({run.detail.strip().splitlines()[0]})"
-    return text
+def _past(run: RunOutcome) -> str:
+    if not run.patched:
+        return ""
+    lines = ", ".join(f"{path}:{line}" for path, line in run.patched)
+    return f" (re-run with the device calls of {lines} on the CPU)"
+
+
+def _run_lines(run: RunOutcome) -> list[str]:
+    text = f"{run.entry.label} under {run.profile}{_past(run)}: {run.status} in {run.seconds:.1f} s"
+    shown = run.status == TESTS_FAILED or not run.failures or run.status == REFUSED
+    detail = run.detail.strip().splitlines()
+    if run.status != COMPLETED and detail and shown:
+        text += f" ({detail[0]})"
+    if run.status == FAILED and not run.failures:  # an exit status: what the code printed
+        return [text, *(f"  stderr: {line}" for line in detail[1:][-_DETAIL_LINES:])]
+    return [text]
 
 
 def render_text(report: ConfirmReport, out: TextIO) -> None:
@@ -47,7 +58,7 @@ def render_text(report: ConfirmReport, out: TextIO) -> None:
     if report.runs:
         out.write("Runs:\n")
         for run in report.runs:
-            out.write(f"  {_run_line(run)}\n")
+            out.writelines(f"  {line}\n" for line in _run_lines(run))
             out.writelines(f"    note: {note}\n" for note in run.notes)
     elif report.summary.findings and not report.entries:
         out.write("No entry point: name a script, or use --entry module:function.\n")
@@ -84,6 +95,8 @@ def report_json(report: ConfirmReport) -> dict[str, Any]:
                 "status": run.status,
                 "seconds": run.seconds,
                 "detail": run.detail,
+                "failed_tests": run.failed_tests,
+                "patched": [{"path": path, "line": line} for path, line in run.patched],
                 "notes": run.notes,
             }
             for run in report.runs

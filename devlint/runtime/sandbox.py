@@ -34,9 +34,9 @@ from typing import Optional
 
 from devlint.runtime import confine
 from devlint.runtime.guard import HOSTILE
-from devlint.runtime.outcome import CRASHED, REFUSED, TIMEOUT, Guard, Job, RunOutcome
+from devlint.runtime.outcome import CRASHED, FAILED, REFUSED, TIMEOUT, Guard, Job, RunOutcome
 from devlint.runtime.processes import kill_descendants
-from devlint.runtime.profiles import CPU_HOST
+from devlint.runtime.profiles import CPU_HOST, MPS
 
 try:
     import resource
@@ -176,8 +176,8 @@ def child_environment(profile: str, scratch: Path) -> dict[str, str]:
         TORCH_EXTENSIONS_DIR=str(scratch / "torch_extensions"),
     )
     env.pop("PYTHONSTARTUP", None)
-    if profile == CPU_HOST:
-        env["CUDA_VISIBLE_DEVICES"] = ""  # a GPU machine plays one without a GPU
+    if profile in (CPU_HOST, MPS):
+        env["CUDA_VISIBLE_DEVICES"] = ""  # a GPU machine plays one without a GPU (or a Mac)
     return env
 
 
@@ -302,11 +302,22 @@ def _outcome(
     if outcome is not None:
         if stopped == TIMEOUT:
             outcome.status, outcome.detail = TIMEOUT, timed_out
+        elif outcome.status == FAILED and not outcome.failures:  # sys.exit(2) from argparse
+            tail = _stderr(workdir).strip()[-_TAIL:]
+            outcome.detail += f"\n{tail}" if tail else ""
         return outcome
     if stopped:
         return RunOutcome(job.entry, job.profile, stopped, timed_out if stopped == TIMEOUT else "")
-    stderr = (workdir / "stderr").read_text(encoding="utf-8", errors="replace")
-    return RunOutcome(job.entry, job.profile, CRASHED, _crash_detail(process.returncode, stderr))
+    return RunOutcome(
+        job.entry, job.profile, CRASHED, _crash_detail(process.returncode, _stderr(workdir))
+    )
+
+
+def _stderr(workdir: Path) -> str:
+    try:
+        return (workdir / "stderr").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 def _refusals(log: Path) -> tuple[str, list[str]]:

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 import torch.utils.backend_registration
 
-from devlint.runtime.vgpu import compat, cuda_api, mode, serialization, tensor
+from devlint.runtime.vgpu import compat, cuda_api, mode, mps_api, serialization, shown, tensor
 from devlint.runtime.vgpu.checks import LAST_ERROR
 from devlint.runtime.vgpu.tensor import (
     BACKEND,
@@ -29,6 +29,10 @@ from devlint.runtime.vgpu.tensor import (
     copy_from_and_resize,
     wrap,
 )
+
+# pytest hides this module's frames from tracebacks, as it hides its own: a device error
+# raised here belongs to the user's line that called torch.
+__tracebackhide__ = True
 
 __all__ = ["LAST_ERROR", "VirtualTensor", "install", "installed", "unavailable_reason", "wrap"]
 
@@ -131,20 +135,27 @@ def _patch_threads() -> None:
     threading.Thread._bootstrap_inner = bootstrap_in_mode  # type: ignore[attr-defined]
 
 
-def install() -> None:
-    """Turn this process's torch into one with a virtual GPU (idempotent)."""
+def install(kind: str = "cuda") -> None:
+    """Turn this process's torch into one with a virtual GPU (idempotent): a CUDA device, or
+    with ``kind="mps"`` an Apple GPU (no CUDA, no float64)."""
     if _STATE:
         return
     reason = unavailable_reason()
     if reason:
         raise RuntimeError(f"devlint vgpu: {reason}")
+    if kind not in shown.KINDS:
+        raise ValueError(f"devlint vgpu: no {kind!r} device (one of {', '.join(shown.KINDS)})")
+    shown.TYPE = kind
     _register_backend()
     # Module moves (`model.cuda()`) must swap each parameter in place: a wrapper cannot be
     # assigned to a CPU parameter's `.data`, and swapping keeps the optimizer's references.
     torch.__future__.set_swap_module_params_on_conversion(True)
-    cuda_api.install()
-    serialization.install()
-    compat.install()
+    if kind == "mps":
+        mps_api.install()
+    else:
+        cuda_api.install()
+        serialization.install()
+        compat.install()
     function_mode = mode.VirtualCudaMode()
     function_mode.__enter__()
     _patch_threads()

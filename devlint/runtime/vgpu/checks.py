@@ -14,6 +14,11 @@ from typing import Any, Callable, Optional
 import torch
 
 from devlint.runtime.device_rules import Check, OpRule, rule_for
+from devlint.runtime.vgpu import shown
+
+# pytest hides this module's frames from tracebacks, as it hides its own: a device error
+# raised here belongs to the user's line that called torch.
+__tracebackhide__ = True
 
 # The operators whose CUDA path checks input and weight types before anything else
 # (`check_input_same_type_as_parameters` in ATen's Convolution.cpp).
@@ -49,19 +54,18 @@ LAST_ERROR: list[DeviceErrorRecord] = []  # at most one; a list so that it can b
 
 
 def _fail(message: str, operands: Sequence[torch.Tensor]) -> None:
-    __tracebackhide__ = True  # pytest: the user's line is where the error belongs
     cpu = [tensor for tensor in operands if tensor.device.type == "cpu"]
     LAST_ERROR[:] = [DeviceErrorRecord(message, cpu)]
     raise RuntimeError(message)
 
 
 def device_name(tensor: torch.Tensor, is_virtual: Callable[[torch.Tensor], bool]) -> str:
-    return "cuda:0" if is_virtual(tensor) else str(tensor.device)
+    return shown.name() if is_virtual(tensor) else str(tensor.device)
 
 
 def type_name(tensor: torch.Tensor, is_virtual: Callable[[torch.Tensor], bool]) -> str:
     name = _LEGACY_NAMES.get(tensor.dtype, f"{tensor.dtype}Tensor".replace("torch.", ""))
-    return f"torch.cuda.{name}" if is_virtual(tensor) else f"torch.{name}"
+    return f"torch.{shown.TYPE}.{name}" if is_virtual(tensor) else f"torch.{name}"
 
 
 def op_name(func: torch._ops.OpOverload) -> str:

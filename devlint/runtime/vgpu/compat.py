@@ -12,6 +12,10 @@ from typing import Any, Optional
 
 import torch
 
+# pytest hides this module's frames from tracebacks, as it hides its own: a device error
+# raised here belongs to the user's line that called torch.
+__tracebackhide__ = True
+
 
 def _device(index: Any) -> str:
     if index in (-1, "cpu") or (isinstance(index, torch.device) and index.type == "cpu"):

@@ -18,6 +18,10 @@ import torch
 from devlint.runtime.vgpu import mode
 from devlint.runtime.vgpu.tensor import LIVE
 
+# pytest hides this module's frames from tracebacks, as it hides its own: a device error
+# raised here belongs to the user's line that called torch.
+__tracebackhide__ = True
+
 DEVICE_NAME = "devlint virtual GPU (CPU)"
 TOTAL_MEMORY = 16 * 1024**3
 _BLOCK = 2 * 1024**2  # the caching allocator reserves in 2 MiB blocks

@@ -11,6 +11,10 @@ from typing import Any, Callable, Optional
 
 import torch
 
+# pytest hides this module's frames from tracebacks, as it hides its own: a device error
+# raised here belongs to the user's line that called torch.
+__tracebackhide__ = True
+
 Tensor = torch.Tensor
 
 

@@ -15,8 +15,13 @@ from typing import Any, Callable, Optional
 import torch
 from torch.overrides import TorchFunctionMode
 
+from devlint.runtime.vgpu import shown
 from devlint.runtime.vgpu import tensor as vt
 from devlint.runtime.vgpu.tensor import BACKEND, VirtualTensor
+
+# pytest hides this module's frames from tracebacks, as it hides its own: a device error
+# raised here belongs to the user's line that called torch.
+__tracebackhide__ = True
 
 DEVICE_COUNT = 1
 _ORDINAL_MESSAGE = (
@@ -39,13 +44,14 @@ def invalid_ordinal() -> RuntimeError:
 
 
 def _index(value: Any) -> Optional[int]:
-    """The CUDA index a device argument names, or None when it does not name CUDA."""
+    """The index a device argument names on the accelerator played (CUDA, or MPS), or None
+    when it names another device."""
     if isinstance(value, str):
-        if not value.startswith("cuda"):
+        if not value.startswith(shown.TYPE):
             return None
         value = torch.device(value)
     if isinstance(value, torch.device):
-        return (value.index or 0) if value.type == "cuda" else None
+        return (value.index or 0) if value.type == shown.TYPE else None
     return None
 
 
@@ -88,6 +94,8 @@ def _to(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any])
 
 
 def _cuda(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    if shown.TYPE != "cuda":  # a Mac's torch has no CUDA: the CPU-only build's error
+        return func(*args, **kwargs)
     tensor, device = args[0], (args[1] if len(args) > 1 else kwargs.pop("device", None))
     if isinstance(device, int):
         device = f"cuda:{device}"
@@ -101,8 +109,8 @@ def _numpy(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, An
     tensor = args[0]
     if isinstance(tensor, VirtualTensor) and not kwargs.get("force", False):
         raise TypeError(
-            "can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the "
-            "tensor to host memory first."
+            f"can't convert {shown.name()} device type tensor to numpy. Use Tensor.cpu() to "
+            "copy the tensor to host memory first."
         )
     if isinstance(tensor, VirtualTensor):
         return tensor.detach().cpu().numpy()
@@ -138,7 +146,7 @@ _HANDLERS: dict[Any, Callable[[Callable[..., Any], tuple[Any, ...], dict[str, An
 def _speak_cuda(error: BaseException) -> None:
     """C++ names the backend in some messages; a user on a GPU would read "cuda" there."""
     if error.args and isinstance(error.args[0], str) and BACKEND in error.args[0]:
-        error.args = (error.args[0].replace(BACKEND, "cuda"), *error.args[1:])
+        error.args = (error.args[0].replace(BACKEND, shown.TYPE), *error.args[1:])
 
 
 class VirtualCudaMode(TorchFunctionMode):

@@ -18,6 +18,10 @@ import torch.serialization
 from devlint.runtime.vgpu import mode
 from devlint.runtime.vgpu.tensor import SAVED_AS_CUDA, wrap
 
+# pytest hides this module's frames from tracebacks, as it hides its own: a device error
+# raised here belongs to the user's line that called torch.
+__tracebackhide__ = True
+
 _LOADED_AS_CUDA: set[int] = set()
 _PRIORITY = 5  # before the CPU tag (10) and CUDA's own (20)
 

@@ -22,8 +22,13 @@ from typing import Any, Callable, Optional
 import torch
 
 from devlint.runtime.device_rules import Check
-from devlint.runtime.vgpu import checks
+from devlint.runtime.profiles import MPS_FLOAT64_MESSAGE
+from devlint.runtime.vgpu import checks, shown
 from devlint.runtime.vgpu.kernels import CUDA_ONLY
+
+# pytest hides this module's frames from tracebacks, as it hides its own: a device error
+# raised here belongs to the user's line that called torch.
+__tracebackhide__ = True
 
 BACKEND = "vgpu"
 # Where the dispatcher finds the tensors: torch accepts the name only once the backend is
@@ -54,11 +59,15 @@ class VirtualTensor(torch.Tensor):
 
     @property
     def device(self) -> torch.device:  # type: ignore[override]
-        return CUDA
+        return CUDA if shown.TYPE == "cuda" else torch.device(shown.TYPE, 0)
 
     @property
     def is_cuda(self) -> bool:  # type: ignore[override]
-        return True
+        return shown.TYPE == "cuda"
+
+    @property
+    def is_mps(self) -> bool:  # type: ignore[override]
+        return shown.TYPE == "mps"
 
     def type(self, dtype: Any = None, non_blocking: bool = False, **kwargs: Any) -> Any:
         if dtype is None:
@@ -102,6 +111,8 @@ def is_virtual(tensor: torch.Tensor) -> bool:
 
 
 def wrap(inner: torch.Tensor) -> VirtualTensor:
+    if inner.dtype is torch.float64 and shown.TYPE == "mps":  # where MPS refuses it too
+        raise TypeError(MPS_FLOAT64_MESSAGE)
     if inner.layout is torch.strided:
         out = torch.Tensor._make_wrapper_subclass(
             VirtualTensor,
@@ -212,7 +223,6 @@ def _has_plain_tensor(values: Any) -> bool:
 
 
 def dispatch(func: torch._ops.OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    __tracebackhide__ = True
     mixed = _has_plain_tensor(args) or _has_plain_tensor(kwargs.values())
     if mixed and checks.check(func, args, kwargs, is_virtual) is Check.COMPOSITE:
         return _run_composite(func, args, kwargs)
@@ -223,7 +233,7 @@ def dispatch(func: torch._ops.OpOverload, args: tuple[Any, ...], kwargs: dict[st
 def _repr(tensor: VirtualTensor) -> str:
     """torch's own layout, with the data of the CPU tensor and the metadata of the wrapper."""
     text = repr(tensor._inner.detach())
-    suffix = ", device='cuda:0'"
+    suffix = f", device='{shown.name()}'"
     if tensor.grad_fn is not None:
         extra = f", grad_fn=<{type(tensor.grad_fn).__name__}>"
     elif tensor.requires_grad:
