@@ -15,7 +15,7 @@ import tokenize
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Optional, Union, cast
 
 import libcst as cst
@@ -36,6 +36,7 @@ from devlint.diagnostics import (
     Position,
 )
 from devlint.flow_context import FlowContext, SyntaxHook
+from devlint.notebook import NOTEBOOK_SUFFIX, Notebook, NotebookError, Program, parse_notebook
 from devlint.positions import ranges_of
 from devlint.rules import ALL_RULES, RULES_BY_CODE, FlowRule, Rule
 from devlint.suppression import Suppressions
@@ -280,9 +281,33 @@ def unreadable_result(path: str, problem: Unreadable, rules: RuleSet) -> FileRes
 
 
 def lint_source(path: str, data: bytes, rules: RuleSet) -> FileResult:
-    """Lint one file's bytes with the enabled rules; never raises for bad input."""
+    """Lint one file's bytes with the enabled rules; never raises for bad input. A ``.ipynb``
+    path is read as a Jupyter notebook."""
+    if path.endswith(NOTEBOOK_SUFFIX):
+        try:
+            notebook = parse_notebook(data)
+        except NotebookError as error:
+            problem = Unreadable(error.message, error.row, error.column)
+            return unreadable_result(path, problem, rules)
+        return lint_notebook(path, notebook, rules)
     with _collector_paused():
         return _lint_source(path, data, rules)
+
+
+def lint_notebook(path: str, notebook: Notebook, rules: RuleSet) -> FileResult:
+    """Lint a notebook's code cells as one program; each finding names its cell."""
+    program = notebook.program()
+    with _collector_paused():
+        result = _lint_text(path, program.source, rules, program.cite)
+    result.findings = [_in_cell(finding, program) for finding in result.findings]
+    return result
+
+
+def _in_cell(finding: Finding, program: Program) -> Finding:
+    span = program.span_of(finding.start.row) or (program.spans[-1] if program.spans else None)
+    if span is None:
+        return finding
+    return replace(finding, cell=span.number, cell_first_row=span.first)
 
 
 @contextmanager
@@ -307,6 +332,18 @@ def _lint_source(path: str, data: bytes, rules: RuleSet) -> FileResult:
     source = decode(data)
     if isinstance(source, Unreadable):
         return unreadable_result(path, source, rules)
+    return _lint_text(path, source, rules)
+
+
+def _lint_text(
+    path: str, source: str, rules: RuleSet, cite: Callable[[int], str] = str
+) -> FileResult:
+    """Lint decoded source; ``cite`` words a row that a message names (a cell's row in a
+    notebook)."""
+    result = FileResult(path)
+    oversized = too_large(source.encode("utf-8")) if path.endswith(NOTEBOOK_SUFFIX) else None
+    if oversized is not None:
+        return unreadable_result(path, Unreadable(oversized.message), rules)
     active = rules.active(source)
     flow_rules = [rule for rule in active if isinstance(rule, FlowRule)]
     libcst_rules = [rule for rule in active if not isinstance(rule, FlowRule)]
@@ -325,11 +362,11 @@ def _lint_source(path: str, data: bytes, rules: RuleSet) -> FileResult:
             flow_rules = []
         elif libcst_rules:
             located = _run_rules(
-                path, module, source, rules, libcst_rules, result.errors, syntax_tree
+                path, module, source, rules, libcst_rules, result.errors, syntax_tree, cite
             )
     if syntax_tree is not None and flow_rules:
         located += _run_flow_rules(
-            path, syntax_tree, facts, source, rules, flow_rules, result.errors
+            path, syntax_tree, facts, source, rules, flow_rules, result.errors, cite
         )
     if located:
         suppressions = Suppressions.scan(source)
@@ -367,6 +404,7 @@ def _run_rules(
     active: Sequence[Rule],
     errors: list[InternalError],
     syntax_tree: Optional[ast.Module],
+    cite: Callable[[int], str],
 ) -> list[tuple[Finding, tuple[int, ...]]]:
     """Findings of the ``active`` rules, each with the rows where a `# noqa` comment silences it
     (``syntax_tree``: CPython's parse of the source, where there is one already)."""
@@ -384,7 +422,7 @@ def _run_rules(
     finally:
         for rule in active:
             rule.end_file()  # the tree is then freed by reference counting, file by file
-    return [_locate(path, raw, ranges) for raw in context.findings]
+    return [_locate(path, raw, ranges, cite) for raw in context.findings]
 
 
 def _run_flow_rules(
@@ -395,6 +433,7 @@ def _run_flow_rules(
     rules: RuleSet,
     active: Sequence[FlowRule],
     errors: list[InternalError],
+    cite: Callable[[int], str],
 ) -> list[tuple[Finding, tuple[int, ...]]]:
     """Findings of the device-flow rules, which read CPython's tree."""
     text = SourceText(source)
@@ -413,7 +452,7 @@ def _run_flow_rules(
         for node in _nodes_of(context.findings)
         if isinstance(node, ast.AST)
     }
-    return [_locate(path, raw, ranges) for raw in context.findings]
+    return [_locate(path, raw, ranges, cite) for raw in context.findings]
 
 
 def _nodes_of(findings: Sequence[RawFinding]) -> set[Node]:
@@ -450,13 +489,13 @@ def _locate_fix(fix: RawFix, ranges: Mapping[Node, CodeRange]) -> Fix:
 
 
 def _locate(
-    path: str, raw: RawFinding, ranges: Mapping[Node, CodeRange]
+    path: str, raw: RawFinding, ranges: Mapping[Node, CodeRange], cite: Callable[[int], str]
 ) -> tuple[Finding, tuple[int, ...]]:
     where = ranges[raw.node]
     statement = ranges[raw.statement] if raw.statement is not None else where
     message = raw.message
     for index, cited in enumerate(raw.cited):
-        message = message.replace(f"{{line{index}}}", str(ranges[cited].start.line))
+        message = message.replace(f"{{line{index}}}", cite(ranges[cited].start.line))
     finding = Finding(
         path=path,
         code=raw.code,
