@@ -6,7 +6,7 @@ finding's row in that program maps back to a cell (numbered from 1 among all the
 cells, Markdown included, as Jupyter and Ruff number them) and a row in it. IPython syntax is
 masked line by line, never a syntax error: line magics (``%matplotlib inline``), shell escapes
 (``!pip install``, ``files = !ls``), help (``torch.nn?``) and automagic commands (``pip install``)
-become ``pass`` with their indentation; a cell that starts with a cell magic that runs Python
+become blank lines (``pass`` with their indentation inside a block); a cell that starts with a cell magic that runs Python
 (``%%time``, ``%%timeit``, ``%%capture`` ...) loses only that line, and any other cell magic
 (``%%bash``, ``%%writefile`` ...) hides the whole cell. Masked lines keep their place, so every
 other line keeps its row and column.
@@ -143,8 +143,11 @@ def mask_ipython(lines: Sequence[str]) -> list[str]:
         if continued:
             masked[index] = _ending(line)
         elif '"""' not in body and "'''" not in body and _is_ipython(body):
+            # At the top level a blank line (it does not end the file's opening imports); in
+            # a block, `pass` keeps the block a block.
             indent = _INDENT.match(body)
-            masked[index] = (indent.group(0) if indent else "") + "pass" + _ending(line)
+            prefix = indent.group(0) if indent else ""
+            masked[index] = (prefix + "pass" if prefix else "") + _ending(line)
         else:
             continue
         continued = body.endswith("\\")
