@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -125,14 +126,21 @@ class Settings:
     per_file_ignores: tuple[tuple[str, frozenset[str]], ...]
     include: tuple[str, ...] = DEFAULT_INCLUDE
 
-    @cached_property
-    def _include_spec(self) -> pathspec.GitIgnoreSpec:
-        return pathspec.GitIgnoreSpec.from_lines(self.include)
-
     def is_included(self, path: Path) -> bool:
-        """Whether a folder's walk lints this file (files named on the command line always are)."""
-        relative = self._relative(path)
-        return self._include_spec.match_file(relative if relative is not None else path.name)
+        """Whether a folder's walk lints this file (files named on the command line always are).
+        As in Ruff, a pattern without a slash matches the file's name, and one with a slash its
+        path under the project root (``*`` crossing folders)."""
+        relative: Optional[str] = None
+        for pattern in self.include:
+            if "/" not in pattern:
+                if fnmatch.fnmatchcase(path.name, pattern):
+                    return True
+                continue
+            if relative is None:
+                relative = self._relative(path) or path.name
+            if fnmatch.fnmatchcase(relative, pattern.lstrip("/")):
+                return True
+        return False
 
     @cached_property
     def _exclude_spec(self) -> pathspec.GitIgnoreSpec:
