@@ -35,6 +35,7 @@ from devlint.diagnostics import (
     InternalError,
     Position,
 )
+from devlint.documents import DocumentProgram, extract, is_document
 from devlint.flow_context import FlowContext, SyntaxHook
 from devlint.notebook import NOTEBOOK_SUFFIX, Notebook, NotebookError, Program, parse_notebook
 from devlint.positions import ranges_of
@@ -290,8 +291,61 @@ def lint_source(path: str, data: bytes, rules: RuleSet) -> FileResult:
             problem = Unreadable(error.message, error.row, error.column)
             return unreadable_result(path, problem, rules)
         return lint_notebook(path, notebook, rules)
+    if is_document(path):
+        return _lint_document(path, data, rules)
     with _collector_paused():
         return _lint_source(path, data, rules)
+
+
+def _lint_document(path: str, data: bytes, rules: RuleSet) -> FileResult:
+    """Lint the Python code blocks of a Markdown or reST page; positions are the page's own."""
+    text = decode(data)
+    if isinstance(text, Unreadable):
+        return unreadable_result(path, text, rules)
+    program = extract(text, path)
+    with _collector_paused():
+        result = _lint_text(path, program.source, rules)
+    result.findings = [_on_page(finding, program) for finding in result.findings]
+    return result
+
+
+def _on_page(finding: Finding, program: DocumentProgram) -> Finding:
+    """A finding in the page's columns; its fix is kept only where every edit stays in a block."""
+
+    def column(position: Position) -> Position:
+        index = position.row - 1
+        shift = len(program.prefixes[index]) if index < len(program.prefixes) else 0
+        return Position(position.row, position.column + shift)
+
+    fix = finding.fix
+    if fix is not None:
+        edits = [_page_edit(edit, program, column) for edit in fix.edits]
+        located = [edit for edit in edits if edit is not None]
+        fix = replace(fix, edits=tuple(located)) if len(located) == len(edits) else None
+    return replace(
+        finding, start=column(finding.start), end=column(finding.end), fix=fix
+    )
+
+
+def _page_edit(
+    edit: Edit, program: DocumentProgram, column: Callable[[Position], Position]
+) -> Optional[Edit]:
+    """An edit of the program as an edit of the page, inside a code block, or None. New lines in
+    the content get the block's indentation (or prompt) in front."""
+    index = edit.start.row - 1
+    in_code = index < len(program.code) and program.code[index]
+    if in_code and edit.end.row == edit.start.row:
+        prefix = program.prefixes[index]
+        return Edit(column(edit.start), column(edit.end), edit.content.replace("\n", "\n" + prefix))
+    if not in_code and edit.start == edit.end and edit.start.column == 1:
+        # A line inserted after a block's last line: it joins that block.
+        prefix = program.prefix_above(edit.start.row)
+        if prefix is None:
+            return None
+        lines = edit.content.split("\n")
+        body = "\n".join(prefix + line if line else line for line in lines)
+        return Edit(edit.start, edit.end, body)
+    return None
 
 
 def lint_notebook(path: str, notebook: Notebook, rules: RuleSet) -> FileResult:

@@ -35,6 +35,7 @@ from devlint.diagnostics import (
     Position,
 )
 from devlint.discovery import iter_python_files
+from devlint.documents import extract, is_document
 from devlint.engine import RuleSet, lint_notebook, lint_source
 from devlint.notebook import NOTEBOOK_SUFFIX, Notebook, NotebookError, Program, parse_notebook
 from devlint.notebook import with_sources
@@ -158,7 +159,8 @@ def fix_source(path: str, data: bytes, rules: RuleSet, unsafe: bool) -> FixOutco
             return outcome
     try:
         if text != outcome.original:
-            cst.parse_module(text)
+            # A page's blocks must still be Python; the rest of a page is not.
+            cst.parse_module(extract(text, path).source if is_document(path) else text)
     except Exception as error:
         outcome.error = (
             f"a fix produced code that does not parse ({type(error).__name__}); file left as it was"
