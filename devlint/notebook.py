@@ -212,6 +212,22 @@ def parse_notebook(data: bytes) -> Notebook:
     return Notebook(text, tuple(cells))
 
 
+def json_row(notebook: Notebook, cell_number: int, row: int) -> int:
+    """The row of the notebook's JSON text that holds a cell's source line ``row`` (1-based): the
+    line a reader of the raw file (a pull request's diff, a code-scanning alert) finds it on."""
+    for cell in notebook.cells:
+        if cell.number != cell_number or cell.start < 0:
+            continue
+        value = notebook.text[cell.start : cell.end]
+        items = _list_items(value) if cell.as_list else [value]
+        index, offset = min(row, len(items)) - 1, 0
+        for item in items[: max(index, 0)]:
+            offset = value.index(item, offset) + len(item)
+        start = cell.start + (value.index(items[index], offset) if items else 0)
+        return notebook.text.count("\n", 0, start) + 1
+    return 1
+
+
 def program_of(data: bytes) -> Optional[Program]:
     """The program of a readable notebook; None for one that cannot be read."""
     try:

@@ -209,3 +209,25 @@ def test_a_baseline_records_notebook_findings(work: Path) -> None:
     assert [line.split(" DEV")[0] for line in result.stdout.splitlines()[:-1]] == [
         "nb/gpu_tutorial.ipynb:cell 5:1:9:"
     ]
+
+
+def _json_row(work: Path, fragment: str) -> int:
+    lines = (work / "nb" / FIXTURE).read_text(encoding="utf-8").splitlines()
+    return next(row for row, line in enumerate(lines, 1) if fragment in line)
+
+
+def test_github_and_sarif_point_at_the_line_of_the_notebook_file(work: Path) -> None:
+    github = run_cli("nb", "--format", "github", "--no-cache", cwd=work).stdout.splitlines()
+    row = _json_row(work, '"batch = torch.randn(8, 4)')
+    assert github[1].startswith(
+        f"::error file=nb/gpu_tutorial.ipynb,line={row + 1},title=DEV005 (cell 6%3A3%3A13)"
+        "::DEV005 cell 6:3:13: `batch` is on the CPU"
+    )
+    sarif = json.loads(run_cli("nb", "--format", "sarif", "--no-cache", cwd=work).stdout)
+    results = sarif["runs"][0]["results"]
+    location = results[0]["locations"][0]["physicalLocation"]
+    assert location["region"] == {"startLine": _json_row(work, '"model.cuda()"')}
+    assert location["artifactLocation"]["uri"] == "nb/gpu_tutorial.ipynb"
+    assert results[0]["message"]["text"].startswith("cell 3:2:1: `model.cuda()`")
+    assert results[2]["properties"] == {"cell": 7, "row": 1, "column": 14}
+    assert all("fixes" not in result for result in results)  # cell edits do not apply to JSON
