@@ -231,3 +231,19 @@ def test_github_and_sarif_point_at_the_line_of_the_notebook_file(work: Path) -> 
     assert results[0]["message"]["text"].startswith("cell 3:2:1: `model.cuda()`")
     assert results[2]["properties"] == {"cell": 7, "row": 1, "column": 14}
     assert all("fixes" not in result for result in results)  # cell edits do not apply to JSON
+
+
+def test_confirm_runs_the_code_cells_in_order_and_points_at_cells(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    cells = [
+        ["%matplotlib inline\n", "import torch\n", "from torch import nn\n"],
+        ["model = nn.Linear(3, 2)\n"],
+        ["!nvidia-smi\n", "model.cuda()\n"],
+    ]
+    write(tmp_path, {"pyproject.toml": "[project]\nname = 'demo'\n", "explore.ipynb":
+                     _notebook(*cells)})  # fmt: skip
+    result = run_cli("confirm", "-q", "explore.ipynb", cwd=tmp_path, timeout=600)
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("explore.ipynb:cell 3:2:1: DEV001 `model.cuda()`"), result.stdout
+    assert lines[1].startswith("  -> confirmed under cpu-host (explore.ipynb)"), result.stdout
+    assert result.returncode == 1
