@@ -268,7 +268,9 @@ class ConfigResolver:
             for pattern, codes in project.per_file_ignores
         )
         include = (
-            *(project.include or DEFAULT_INCLUDE), *project.extend_include, *self._extend_include
+            *(project.include or DEFAULT_INCLUDE),
+            *project.extend_include,
+            *self._extend_include,
         )
         return Settings(project.root, enabled, exclude, ignores, include)
 

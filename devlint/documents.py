@@ -103,8 +103,11 @@ def _rst_blocks(lines: list[str]) -> list[list[int]]:
     while row < len(lines):
         line = lines[row]
         directive = _DIRECTIVE.match(line)
-        literal = directive is None and line.rstrip().endswith("::") and not line.lstrip(
-        ).startswith("..")
+        literal = (
+            directive is None
+            and line.rstrip().endswith("::")
+            and not line.lstrip().startswith("..")
+        )
         if directive is not None and directive["lang"].lower() not in _LANGUAGES:
             row += 1
             continue

@@ -322,9 +322,7 @@ def _on_page(finding: Finding, program: DocumentProgram) -> Finding:
         edits = [_page_edit(edit, program, column) for edit in fix.edits]
         located = [edit for edit in edits if edit is not None]
         fix = replace(fix, edits=tuple(located)) if len(located) == len(edits) else None
-    return replace(
-        finding, start=column(finding.start), end=column(finding.end), fix=fix
-    )
+    return replace(finding, start=column(finding.start), end=column(finding.end), fix=fix)
 
 
 def _page_edit(
@@ -335,8 +333,8 @@ def _page_edit(
     index = edit.start.row - 1
     in_code = index < len(program.code) and program.code[index]
     if in_code and edit.end.row == edit.start.row:
-        prefix = program.prefixes[index]
-        return Edit(column(edit.start), column(edit.end), edit.content.replace("\n", "\n" + prefix))
+        cut = program.prefixes[index]
+        return Edit(column(edit.start), column(edit.end), edit.content.replace("\n", "\n" + cut))
     if not in_code and edit.start == edit.end and edit.start.column == 1:
         # A line inserted after a block's last line: it joins that block.
         prefix = program.prefix_above(edit.start.row)
@@ -379,7 +377,6 @@ def _collector_paused() -> Iterator[None]:
 
 
 def _lint_source(path: str, data: bytes, rules: RuleSet) -> FileResult:
-    result = FileResult(path)
     oversized = too_large(data)
     if oversized is not None:
         return unreadable_result(path, Unreadable(oversized.message), rules)

@@ -37,8 +37,14 @@ from devlint.diagnostics import (
 from devlint.discovery import iter_python_files
 from devlint.documents import extract, is_document
 from devlint.engine import RuleSet, lint_notebook, lint_source
-from devlint.notebook import NOTEBOOK_SUFFIX, Notebook, NotebookError, Program, parse_notebook
-from devlint.notebook import with_sources
+from devlint.notebook import (
+    NOTEBOOK_SUFFIX,
+    Notebook,
+    NotebookError,
+    Program,
+    parse_notebook,
+    with_sources,
+)
 from devlint.report import RunSummary
 
 MAX_ITERATIONS = 10
@@ -243,7 +249,8 @@ def apply_cell_fixes(notebook: Notebook, fixes: Sequence[Fix]) -> tuple[dict[int
             number, edit = place
             text = _with_newline(texts[number])
             starts = _line_starts(text)
-            span = (_offset(starts, text, edit.start), _offset(starts, text, edit.end), edit.content)
+            start, end = _offset(starts, text, edit.start), _offset(starts, text, edit.end)
+            span = (start, end, edit.content)
             spans.append((number, span, edit))
         new = [item for item in spans if item[1] not in taken.get(item[0], [])]
         if any(
@@ -252,9 +259,7 @@ def apply_cell_fixes(notebook: Notebook, fixes: Sequence[Fix]) -> tuple[dict[int
             continue
         for number, span, edit in new:
             taken.setdefault(number, []).append(span)
-            chosen.setdefault(number, []).append(
-                Fix(fix.applicability, fix.message, (edit,))
-            )
+            chosen.setdefault(number, []).append(Fix(fix.applicability, fix.message, (edit,)))
         applied += 1
     sources: dict[int, str] = {}
     for number, cell_fixes in chosen.items():
@@ -285,9 +290,9 @@ def _in_cell(program: Program, edit: Edit) -> Optional[tuple[int, Edit]]:
             return None
         span = program.spans[-1]  # an insertion after the program's last line
     end_row = edit.end.row
-    if program.span_of(end_row) is not span:
-        if end_row != span.first + span.rows or edit.end.column != 1:
-            return None
+    ends_at_its_end = end_row == span.first + span.rows and edit.end.column == 1
+    if program.span_of(end_row) is not span and not ends_at_its_end:
+        return None
     shift = span.first - 1
     moved = Edit(
         Position(edit.start.row - shift, edit.start.column),

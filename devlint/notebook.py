@@ -6,8 +6,9 @@ finding's row in that program maps back to a cell (numbered from 1 among all the
 cells, Markdown included, as Jupyter and Ruff number them) and a row in it. IPython syntax is
 masked line by line, never a syntax error: line magics (``%matplotlib inline``), shell escapes
 (``!pip install``, ``files = !ls``), help (``torch.nn?``) and automagic commands (``pip install``)
-become blank lines (``pass`` with their indentation inside a block); a cell that starts with a cell magic that runs Python
-(``%%time``, ``%%timeit``, ``%%capture`` ...) loses only that line, and any other cell magic
+become blank lines (``pass`` with their indentation inside a block); a cell that starts with a
+cell magic that runs Python (``%%time``, ``%%timeit``, ``%%capture`` ...) loses only that line,
+and any other cell magic
 (``%%bash``, ``%%writefile`` ...) hides the whole cell. Masked lines keep their place, so every
 other line keeps its row and column.
 
@@ -23,7 +24,7 @@ from __future__ import annotations
 import bisect
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -240,7 +241,7 @@ def program_of(data: bytes) -> Optional[Program]:
 # Where each cell's `source` value lies in the text: a walk over the top-level object and the
 # `cells` array only; every other value is skipped by the json module's own (C) scanner.
 
-_SCAN = json.JSONDecoder().scan_once  # (text, index) -> (value, index after it)
+_SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
 def _skip_space(text: str, index: int) -> int:
@@ -322,7 +323,9 @@ def _source_json(original: str, new: str, cell: CodeCell, ascii_only: bool) -> s
     for raw in items:
         raw_by_line.setdefault(json.loads(raw), raw)
     lines = source_lines(new)
-    rendered = [raw_by_line.get(line) or json.dumps(line, ensure_ascii=ascii_only) for line in lines]
+    rendered = [
+        raw_by_line.get(line) or json.dumps(line, ensure_ascii=ascii_only) for line in lines
+    ]
     if not rendered:
         return "[]"
     if items:

@@ -241,7 +241,8 @@ def test_json_follows_ruffs_schema(work: Path) -> None:
         for f in findings
     ]
     assert actual == [
-        ((work / path).resolve().as_posix(), row, col, code) for path, row, col, code in ALL_FINDINGS
+        ((work / path).resolve().as_posix(), row, col, code)
+        for path, row, col, code in ALL_FINDINGS
     ]
     for finding in findings:
         assert Path(finding["filename"]).is_absolute()

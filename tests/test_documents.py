@@ -76,7 +76,7 @@ def test_folders_skip_pages_unless_asked(docs: Path) -> None:
     assert findings_of(asked.stdout) == [
         ("docs/page.md", 12, 3, "DEV001"),  # a block indented in a list item
         ("docs/page.md", 25, 17, "DEV005"),  # three blocks later: one program per page
-        ("docs/page.md", 28, 9, "DEV008"),  # prompt cut; the line above has `# noqa`
+        ("docs/page.md", 28, 9, "DEV008"),  # prompt cut; the line above has a noqa comment
         ("docs/page.rst", 8, 12, "DEV001"),
         ("docs/page.rst", 12, 13, "DEV008"),  # a `::` literal block
     ]

@@ -19,7 +19,7 @@ EXPECTED_TEXT = [
     "nb/gpu_tutorial.ipynb:cell 6:3:13: DEV005 `batch` is on the CPU (created on the CPU by "
     "`torch.randn(...)` at line 2 of cell 6) but `model` was moved with `.cuda()` to `cuda` "
     "at line 2 of cell 3",
-    "nb/gpu_tutorial.ipynb:cell 7:1:14: DEV008 `torch.load(\"weights.pt\")` has no `map_location`",
+    'nb/gpu_tutorial.ipynb:cell 7:1:14: DEV008 `torch.load("weights.pt")` has no `map_location`',
 ]
 
 
@@ -121,7 +121,8 @@ def test_magics_shell_escapes_and_help_are_not_syntax_errors(tmp_path: Path) -> 
     ]
     write(tmp_path, {"magic.ipynb": _notebook(*cells)})
     result = run_cli("magic.ipynb", "--no-cache", cwd=tmp_path)
-    assert result.stdout.splitlines()[0].startswith("magic.ipynb:cell 5:2:5: DEV001 "), result.stdout
+    first = result.stdout.splitlines()[0]
+    assert first.startswith("magic.ipynb:cell 5:2:5: DEV001 "), result.stdout
     assert "DEV000" not in result.stdout and result.returncode == 1
 
 
@@ -169,7 +170,7 @@ def test_a_bad_notebook_is_one_dev000_and_never_written(
 
 def test_noqa_works_per_line_in_a_cell(work: Path) -> None:
     result = run_cli("nb", "--select", "DEV008", "--no-cache", cwd=work)
-    # Cell 7's second line loads without map_location too, under `# noqa: DEV008`.
+    # Cell 7's second line loads without map_location too, under a noqa comment for DEV008.
     assert [line.split(" DEV")[0] for line in result.stdout.splitlines()[:-1]] == [
         "nb/gpu_tutorial.ipynb:cell 7:1:14:"
     ]

@@ -17,6 +17,7 @@ def _escape_property(text: str) -> str:
 
 def render(run: RunSummary, out: TextIO, options: ReportOptions) -> None:
     for finding in run.findings:
+        where: tuple[str, ...]
         if finding.cell is None:
             where = (
                 f"line={finding.start.row}",

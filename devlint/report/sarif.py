@@ -89,9 +89,7 @@ def _result(finding: Finding) -> dict[str, Any]:
         "ruleId": finding.code,
         "level": "error",
         "message": {"text": message},
-        "locations": [
-            {"physicalLocation": {"artifactLocation": {"uri": uri}, "region": region}}
-        ],
+        "locations": [{"physicalLocation": {"artifactLocation": {"uri": uri}, "region": region}}],
     }
     if finding.cell is not None:
         start = finding.shown(finding.start)
