@@ -26,6 +26,7 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Optional
 
 NOTEBOOK_SUFFIX = ".ipynb"
@@ -60,13 +61,11 @@ class NotebookError(Exception):
 
 @dataclass(frozen=True)
 class CodeCell:
-    """One code cell: its number among all cells (1-based), its source, and where that source's
-    JSON value lies in the notebook's text (``start``, ``end``: character offsets)."""
+    """One code cell: its number among all cells (1-based), its source, and whether the notebook
+    stores that source as a list of lines."""
 
     number: int
     source: str
-    start: int
-    end: int
     as_list: bool
 
 
@@ -84,6 +83,19 @@ class CellSpan:
 class Notebook:
     text: str
     cells: tuple[CodeCell, ...]
+
+    @cached_property
+    def _value_spans(self) -> dict[int, tuple[int, int]]:
+        # Found only when a notebook is written back or a report points into its JSON: linting
+        # needs the parsed values only.
+        return _source_spans(self.text)
+
+    def source_span(self, cell: CodeCell) -> tuple[int, int]:
+        """Where the cell's ``source`` value lies in the text (character offsets)."""
+        span = self._value_spans.get(cell.number - 1)
+        if span is None:
+            raise NotebookError(f"cell {cell.number}: its `source` could not be located")
+        return span
 
     def program(self) -> Program:
         """The code cells as one program, IPython syntax masked."""
@@ -194,7 +206,6 @@ def parse_notebook(data: bytes) -> Notebook:
     version = document.get("nbformat")
     if version != 4:
         raise NotebookError(f"nbformat {version!r} is not supported (devlint reads nbformat 4)")
-    values = _source_spans(text)
     cells: list[CodeCell] = []
     for number, cell in enumerate(document["cells"], start=1):
         if not isinstance(cell, dict):
@@ -208,8 +219,7 @@ def parse_notebook(data: bytes) -> Notebook:
             joined = source
         else:
             raise NotebookError(f"cell {number}: `source` must be a string or a list of strings")
-        start, end = values.get(number - 1, (-1, -1))
-        cells.append(CodeCell(number, joined, start, end, isinstance(source, list)))
+        cells.append(CodeCell(number, joined, isinstance(source, list)))
     return Notebook(text, tuple(cells))
 
 
@@ -217,14 +227,18 @@ def json_row(notebook: Notebook, cell_number: int, row: int) -> int:
     """The row of the notebook's JSON text that holds a cell's source line ``row`` (1-based): the
     line a reader of the raw file (a pull request's diff, a code-scanning alert) finds it on."""
     for cell in notebook.cells:
-        if cell.number != cell_number or cell.start < 0:
+        if cell.number != cell_number:
             continue
-        value = notebook.text[cell.start : cell.end]
+        try:
+            value_start, value_end = notebook.source_span(cell)
+        except NotebookError:
+            return 1
+        value = notebook.text[value_start:value_end]
         items = _list_items(value) if cell.as_list else [value]
         index, offset = min(row, len(items)) - 1, 0
         for item in items[: max(index, 0)]:
             offset = value.index(item, offset) + len(item)
-        start = cell.start + (value.index(items[index], offset) if items else 0)
+        start = value_start + (value.index(items[index], offset) if items else 0)
         return notebook.text.count("\n", 0, start) + 1
     return 1
 
@@ -304,11 +318,10 @@ def with_sources(notebook: Notebook, sources: dict[int, str]) -> str:
         new = sources.get(cell.number)
         if new is None or new == cell.source:
             continue
-        if cell.start < 0:
-            raise NotebookError(f"cell {cell.number}: its `source` could not be located")
-        original = text[cell.start : cell.end]
-        pieces += [text[position : cell.start], _source_json(original, new, cell, ascii_only)]
-        position = cell.end
+        start, end = notebook.source_span(cell)
+        original = text[start:end]
+        pieces += [text[position:start], _source_json(original, new, cell, ascii_only)]
+        position = end
     result = "".join(pieces) + text[position:]
     _check_round_trip(notebook, result, sources)
     return result

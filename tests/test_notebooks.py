@@ -69,8 +69,9 @@ def _outside_sources(data: bytes) -> str:
     notebook = parse_notebook(data)
     text, kept, position = notebook.text, [], 0
     for cell in notebook.cells:
-        kept.append(text[position : cell.start])
-        position = cell.end
+        start, end = notebook.source_span(cell)
+        kept.append(text[position:start])
+        position = end
     return "".join(kept) + text[position:]
 
 
