@@ -88,7 +88,8 @@ def main() -> None:
             times["py"].append(cpu_seconds(plain))
             times["ipynb"].append(cpu_seconds(notebooks))
     py, nb = statistics.median(times["py"]), statistics.median(times["ipynb"])
-    print(f"{len(files)} files, {code_bytes / 1e6:.2f} MB of code, notebooks {json_bytes / 1e6:.2f} MB")
+    sizes = f"{code_bytes / 1e6:.2f} MB of code, notebooks {json_bytes / 1e6:.2f} MB"
+    print(f"{len(files)} files, {sizes}")
     print(f"as .py:    {py:.2f} CPU s (median of {options.runs})")
     print(f"as .ipynb: {nb:.2f} CPU s (median of {options.runs})")
     print(f"ratio:     {nb / py:.2f}")
