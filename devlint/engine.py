@@ -37,7 +37,14 @@ from devlint.diagnostics import (
 )
 from devlint.documents import DocumentProgram, extract, is_document
 from devlint.flow_context import FlowContext, SyntaxHook
-from devlint.notebook import NOTEBOOK_SUFFIX, Notebook, NotebookError, Program, parse_notebook
+from devlint.notebook import (
+    NOTEBOOK_SUFFIX,
+    Notebook,
+    NotebookError,
+    Program,
+    parse_notebook,
+    syntax_errors,
+)
 from devlint.positions import ranges_of
 from devlint.rules import ALL_RULES, RULES_BY_CODE, FlowRule, Rule
 from devlint.suppression import Suppressions
@@ -347,12 +354,32 @@ def _page_edit(
 
 
 def lint_notebook(path: str, notebook: Notebook, rules: RuleSet) -> FileResult:
-    """Lint a notebook's code cells as one program; each finding names its cell."""
+    """Lint a notebook's code cells as one program; each finding names its cell. Where the
+    program does not parse, each cell that is not Python on its own is one DEV000, and the
+    others are linted without it (a tutorial's Python 2 `print` must not hide the rest)."""
     program = notebook.program()
     with _collector_paused():
         result = _lint_text(path, program.source, rules, program.cite)
+        broken = (
+            syntax_errors(notebook)
+            if any(finding.code == PARSE_ERROR_CODE for finding in result.findings)
+            else {}
+        )
+        if broken:
+            program = notebook.program(frozenset(broken))
+            result = _lint_text(path, program.source, rules, program.cite)
     result.findings = [_in_cell(finding, program) for finding in result.findings]
+    if broken and PARSE_ERROR_CODE in rules.codes:
+        result.findings += [_cell_error(path, program, n, e) for n, e in broken.items()]
+        result.findings.sort(key=Finding.sort_key)
     return result
+
+
+def _cell_error(path: str, program: Program, number: int, error: SyntaxError) -> Finding:
+    span = next(span for span in program.spans if span.number == number)
+    row = span.first + (error.lineno or 1) - 1
+    problem = Unreadable(f"syntax error: {error.msg}", row, error.offset or 1)
+    return replace(_parse_error_finding(path, problem), cell=number, cell_first_row=span.first)
 
 
 def _in_cell(finding: Finding, program: Program) -> Finding:

@@ -43,6 +43,7 @@ from devlint.notebook import (
     NotebookError,
     Program,
     parse_notebook,
+    syntax_errors,
     with_sources,
 )
 from devlint.report import RunSummary
@@ -213,7 +214,8 @@ def fix_notebook(path: str, data: bytes, rules: RuleSet, unsafe: bool) -> FixOut
     changed = {c.number: c.source for c in current.cells if c.source != before[c.number]}
     try:
         if changed:
-            cst.parse_module(current.program().source)
+            # The cells that were not Python before the fixes stay out of the check.
+            cst.parse_module(current.program(frozenset(syntax_errors(notebook))).source)
             outcome.fixed = with_sources(notebook, changed)
     except NotebookError as error:
         outcome.error = f"{error.message}; file left as it was"

@@ -21,9 +21,11 @@ counts, key order, indentation and the trailing newline stay byte for byte.
 
 from __future__ import annotations
 
+import ast
 import bisect
 import json
 import re
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -49,6 +51,8 @@ _AUTOMAGIC = re.compile(
 _INDENT = re.compile(r"[ \t]*")
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
+# IPython runs `await` at a cell's top level.
+_TOP_LEVEL_AWAIT = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
 
 
 class NotebookError(Exception):
@@ -97,8 +101,9 @@ class Notebook:
             raise NotebookError(f"cell {cell.number}: its `source` could not be located")
         return span
 
-    def program(self) -> Program:
-        """The code cells as one program, IPython syntax masked."""
+    def program(self, hidden: frozenset[int] = frozenset()) -> Program:
+        """The code cells as one program, IPython syntax masked; the cells numbered in ``hidden``
+        keep their rows, blank."""
         parts: list[str] = []
         spans: list[CellSpan] = []
         row = 1
@@ -109,7 +114,10 @@ class Notebook:
             ends = lines[-1].endswith(("\n", "\r"))
             if not ends:
                 lines[-1] += "\n"
-            parts.extend(mask_ipython(lines))
+            masked = mask_ipython(lines)
+            if cell.number in hidden:
+                masked = [_ending(line) for line in masked]
+            parts.extend(masked)
             spans.append(CellSpan(cell.number, row, len(lines), ends))
             row += len(lines)
         return Program("".join(parts), tuple(spans))
@@ -167,6 +175,23 @@ def mask_ipython(lines: Sequence[str]) -> list[str]:
     return masked
 
 
+def syntax_errors(notebook: Notebook) -> dict[int, SyntaxError]:
+    """The cells that are not Python on their own (IPython syntax masked), with CPython's error:
+    one such cell must not hide the findings in the others."""
+    errors: dict[int, SyntaxError] = {}
+    for cell in notebook.cells:
+        source = "".join(mask_ipython(source_lines(cell.source)))
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                compile(source, "<cell>", "exec", ast.PyCF_ONLY_AST | _TOP_LEVEL_AWAIT)
+        except SyntaxError as error:
+            errors[cell.number] = error
+        except (ValueError, RecursionError, MemoryError):
+            pass  # the program's own parse reports these
+    return errors
+
+
 def _is_ipython(body: str) -> bool:
     stripped = body.lstrip()
     if not stripped or stripped.startswith("#"):
@@ -206,6 +231,8 @@ def parse_notebook(data: bytes) -> Notebook:
     version = document.get("nbformat")
     if version != 4:
         raise NotebookError(f"nbformat {version!r} is not supported (devlint reads nbformat 4)")
+    if not _is_python(document.get("metadata")):
+        return Notebook(text, ())  # an R or Julia notebook: no Python to lint
     cells: list[CodeCell] = []
     for number, cell in enumerate(document["cells"], start=1):
         if not isinstance(cell, dict):
@@ -241,6 +268,18 @@ def json_row(notebook: Notebook, cell_number: int, row: int) -> int:
         start = value_start + (value.index(items[index], offset) if items else 0)
         return notebook.text.count("\n", 0, start) + 1
     return 1
+
+
+def _is_python(metadata: Any) -> bool:
+    """Whether the notebook's kernel runs Python (or says nothing of its language)."""
+    if not isinstance(metadata, dict):
+        return True
+    for table, key in (("language_info", "name"), ("kernelspec", "language")):
+        value = metadata.get(table)
+        language = value.get(key) if isinstance(value, dict) else None
+        if isinstance(language, str) and language.lower() not in ("python", "python3", ""):
+            return False
+    return True
 
 
 def program_of(data: bytes) -> Optional[Program]:

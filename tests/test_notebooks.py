@@ -249,3 +249,28 @@ def test_confirm_runs_the_code_cells_in_order_and_points_at_cells(tmp_path: Path
     assert lines[0].startswith("explore.ipynb:cell 3:2:1: DEV001 `model.cuda()`"), result.stdout
     assert lines[1].startswith("  -> confirmed under cpu-host (explore.ipynb)"), result.stdout
     assert result.returncode == 1
+
+
+def test_a_cell_that_is_not_python_is_one_dev000_and_the_others_are_linted(
+    tmp_path: Path,
+) -> None:
+    cells = [["import torch\n"], ["print 'hello'\n"], ["w = torch.load('w.pt')\n"]]
+    write(tmp_path, {"old.ipynb": _notebook(*cells)})
+    result = run_cli("old.ipynb", "--no-cache", cwd=tmp_path)
+    assert [line.split(": ")[0] for line in result.stdout.splitlines()[:-1]] == [
+        "old.ipynb:cell 2:1:1",
+        "old.ipynb:cell 3:1:5",
+    ]
+    assert "DEV000 syntax error: Missing parentheses in call to 'print'" in result.stdout
+    run_cli("old.ipynb", "--fix", "--unsafe-fixes", "--no-cache", cwd=tmp_path)
+    fixed = json.loads((tmp_path / "old.ipynb").read_text(encoding="utf-8"))["cells"]
+    assert fixed[1]["source"] == ["print 'hello'\n"]
+    assert fixed[2]["source"] == ["w = torch.load('w.pt', map_location=\"cpu\")\n"]
+
+
+def test_a_notebook_of_another_language_has_nothing_to_lint(tmp_path: Path) -> None:
+    text = json.loads(_notebook(["library(torch)\n", "x <- torch_randn(2)$cuda()\n"]))
+    text["metadata"] = {"kernelspec": {"language": "R", "name": "ir"}}
+    write(tmp_path, {"r.ipynb": json.dumps(text)})
+    result = run_cli("r.ipynb", "--no-cache", cwd=tmp_path)
+    assert (result.stdout, result.returncode) == ("All checks passed! (1 file checked)\n", 0)
