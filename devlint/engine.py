@@ -359,15 +359,14 @@ def lint_notebook(path: str, notebook: Notebook, rules: RuleSet) -> FileResult:
     others are linted without it (a tutorial's Python 2 `print` must not hide the rest)."""
     program = notebook.program()
     with _collector_paused():
-        result = _lint_text(path, program.source, rules, program.cite)
-        broken = (
-            syntax_errors(notebook)
-            if any(finding.code == PARSE_ERROR_CODE for finding in result.findings)
-            else {}
-        )
+        # CPython's parse, which the flow rules read anyway, says cheaply whether any cell is
+        # broken; only then is each cell parsed alone.
+        tree = _syntax_tree(program.source)
+        broken = syntax_errors(notebook) if tree is None else {}
         if broken:
             program = notebook.program(frozenset(broken))
-            result = _lint_text(path, program.source, rules, program.cite)
+            tree = _syntax_tree(program.source)
+        result = _lint_text(path, program.source, rules, program.cite, tree)
     result.findings = [_in_cell(finding, program) for finding in result.findings]
     if broken and PARSE_ERROR_CODE in rules.codes:
         result.findings += [_cell_error(path, program, n, e) for n, e in broken.items()]
@@ -414,10 +413,14 @@ def _lint_source(path: str, data: bytes, rules: RuleSet) -> FileResult:
 
 
 def _lint_text(
-    path: str, source: str, rules: RuleSet, cite: Callable[[int], str] = str
+    path: str,
+    source: str,
+    rules: RuleSet,
+    cite: Callable[[int], str] = str,
+    parsed: Optional[ast.Module] = None,
 ) -> FileResult:
     """Lint decoded source; ``cite`` words a row that a message names (a cell's row in a
-    notebook)."""
+    notebook); ``parsed`` is CPython's tree of the source where the caller has it."""
     result = FileResult(path)
     oversized = too_large(source.encode("utf-8")) if path.endswith(NOTEBOOK_SUFFIX) else None
     if oversized is not None:
@@ -426,7 +429,7 @@ def _lint_text(
     flow_rules = [rule for rule in active if isinstance(rule, FlowRule)]
     libcst_rules = [rule for rule in active if not isinstance(rule, FlowRule)]
     # CPython's tree serves the flow rules, and the syntax check of files no other rule parses.
-    syntax_tree = _syntax_tree(source) if flow_rules or not libcst_rules else None
+    syntax_tree = parsed or (_syntax_tree(source) if flow_rules or not libcst_rules else None)
     facts = rules.screen(syntax_tree, source) if syntax_tree is not None and flow_rules else None
     if facts is not None:
         flow_rules = [rule for rule in flow_rules if rule.may_fire_in(facts)]
