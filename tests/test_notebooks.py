@@ -274,3 +274,27 @@ def test_a_notebook_of_another_language_has_nothing_to_lint(tmp_path: Path) -> N
     write(tmp_path, {"r.ipynb": json.dumps(text)})
     result = run_cli("r.ipynb", "--no-cache", cwd=tmp_path)
     assert (result.stdout, result.returncode) == ("All checks passed! (1 file checked)\n", 0)
+
+
+def test_the_progress_bar_counts_notebooks(work: Path) -> None:
+    from devlint.api import lint_paths
+    from devlint.config import ConfigResolver, RuleSelection
+
+    write(work, {"nb/plain.py": "x = 1\n"})
+    calls: list[tuple[int, int]] = []
+    summary = lint_paths(
+        [work / "nb"], ConfigResolver(RuleSelection()), False, lambda *call: calls.append(call)
+    )
+    assert calls == [(1, 2), (2, 2)] and summary.files_checked == 2
+
+
+def test_standard_input_named_as_a_notebook(work: Path) -> None:
+    data = (work / "nb" / FIXTURE).read_bytes()
+    result = run_cli("-", "--stdin-filename", "x.ipynb", stdin=data, cwd=work)
+    assert result.stdout.startswith("x.ipynb:cell 3:2:1: DEV001 "), result.stdout
+    fixed = run_cli("-", "--stdin-filename", "x.ipynb", "--fix", stdin=data, cwd=work)
+    assert json.loads(fixed.stdout)["cells"][1] == json.loads(data)["cells"][1]  # unsafe: kept
+    unsafe = run_cli("-", "--stdin-filename", "x.ipynb", "--fix", "--unsafe-fixes", stdin=data,
+                     cwd=work)  # fmt: skip
+    assert _outside_sources(unsafe.stdout.encode()) == _outside_sources(data)
+    assert "model.to(device)" in unsafe.stdout
