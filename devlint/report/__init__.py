@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, TextIO
 
-from devlint.diagnostics import Finding, InternalError
+from devlint.diagnostics import Finding, InternalError, Position
 from devlint.notebook import Notebook, NotebookError, json_row, parse_notebook
 
 
@@ -46,6 +46,18 @@ def _notebook(path: str) -> Optional[Notebook]:
         return parse_notebook(Path(path).read_bytes())
     except (OSError, NotebookError):
         return None
+
+
+def edit_position(finding: Finding, position: Position) -> Position:
+    """A fix's edit position as Ruff's JSON gives it: in a notebook, the row within the cell the
+    edit falls in (which may not be the finding's: a definition added after the imports)."""
+    if finding.cell is None:
+        return position
+    notebook = _notebook(finding.path)
+    span = notebook.program().span_of(position.row) if notebook is not None else None
+    if span is None:
+        return finding.shown(position)
+    return Position(position.row - span.first + 1, position.column)
 
 
 def file_row(finding: Finding) -> int:

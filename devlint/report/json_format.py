@@ -7,7 +7,7 @@ import os
 from typing import Any, Optional, TextIO
 
 from devlint.diagnostics import Finding, Fix, Position
-from devlint.report import ReportOptions, RunSummary
+from devlint.report import ReportOptions, RunSummary, edit_position
 
 
 def _position(position: Position) -> dict[str, int]:
@@ -16,8 +16,11 @@ def _position(position: Position) -> dict[str, int]:
 
 def fix_to_json(fix: Fix, finding: Optional[Finding] = None) -> dict[str, Any]:
     """Ruff's shape: applicability, message, and edits with 1-based locations (in a notebook,
-    rows within the finding's cell)."""
-    shown = finding.shown if finding is not None else (lambda position: position)
+    as Ruff gives them: rows within the cell each edit falls in)."""
+
+    def shown(position: Position) -> Position:
+        return edit_position(finding, position) if finding is not None else position
+
     return {
         "applicability": fix.applicability.value,
         "message": fix.message,
