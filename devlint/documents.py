@@ -18,8 +18,11 @@ from __future__ import annotations
 import ast
 import re
 import warnings
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Optional
+
+from devlint.diagnostics import Edit, Finding, Position
 
 DOCUMENT_SUFFIXES = (".md", ".markdown", ".rst")
 _LANGUAGES = frozenset({"python", "py", "python3", "pycon", "ipython", "ipython3"})
@@ -161,3 +164,40 @@ def _cut_block(block: list[str]) -> Optional[list[tuple[Optional[str], str]]]:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     return cut
+
+
+def on_page(finding: Finding, program: DocumentProgram) -> Finding:
+    """A finding in the page's columns; its fix is kept only where every edit stays in a block."""
+
+    def column(position: Position) -> Position:
+        index = position.row - 1
+        shift = len(program.prefixes[index]) if index < len(program.prefixes) else 0
+        return Position(position.row, position.column + shift)
+
+    fix = finding.fix
+    if fix is not None:
+        edits = [_page_edit(edit, program, column) for edit in fix.edits]
+        located = [edit for edit in edits if edit is not None]
+        fix = replace(fix, edits=tuple(located)) if len(located) == len(edits) else None
+    return replace(finding, start=column(finding.start), end=column(finding.end), fix=fix)
+
+
+def _page_edit(
+    edit: Edit, program: DocumentProgram, column: Callable[[Position], Position]
+) -> Optional[Edit]:
+    """An edit of the program as an edit of the page, inside a code block, or None. New lines in
+    the content get the block's indentation (or prompt) in front."""
+    index = edit.start.row - 1
+    in_code = index < len(program.code) and program.code[index]
+    if in_code and edit.end.row == edit.start.row:
+        cut = program.prefixes[index]
+        return Edit(column(edit.start), column(edit.end), edit.content.replace("\n", "\n" + cut))
+    if not in_code and edit.start == edit.end and edit.start.column == 1:
+        # A line inserted after a block's last line: it joins that block.
+        prefix = program.prefix_above(edit.start.row)
+        if prefix is None:
+            return None
+        lines = edit.content.split("\n")
+        body = "\n".join(prefix + line if line else line for line in lines)
+        return Edit(edit.start, edit.end, body)
+    return None

@@ -35,7 +35,7 @@ from devlint.diagnostics import (
     InternalError,
     Position,
 )
-from devlint.documents import DocumentProgram, extract, is_document
+from devlint.documents import extract, is_document, on_page
 from devlint.flow_context import FlowContext, SyntaxHook
 from devlint.notebook import (
     NOTEBOOK_SUFFIX,
@@ -312,45 +312,8 @@ def _lint_document(path: str, data: bytes, rules: RuleSet) -> FileResult:
     program = extract(text, path)
     with _collector_paused():
         result = _lint_text(path, program.source, rules)
-    result.findings = [_on_page(finding, program) for finding in result.findings]
+    result.findings = [on_page(finding, program) for finding in result.findings]
     return result
-
-
-def _on_page(finding: Finding, program: DocumentProgram) -> Finding:
-    """A finding in the page's columns; its fix is kept only where every edit stays in a block."""
-
-    def column(position: Position) -> Position:
-        index = position.row - 1
-        shift = len(program.prefixes[index]) if index < len(program.prefixes) else 0
-        return Position(position.row, position.column + shift)
-
-    fix = finding.fix
-    if fix is not None:
-        edits = [_page_edit(edit, program, column) for edit in fix.edits]
-        located = [edit for edit in edits if edit is not None]
-        fix = replace(fix, edits=tuple(located)) if len(located) == len(edits) else None
-    return replace(finding, start=column(finding.start), end=column(finding.end), fix=fix)
-
-
-def _page_edit(
-    edit: Edit, program: DocumentProgram, column: Callable[[Position], Position]
-) -> Optional[Edit]:
-    """An edit of the program as an edit of the page, inside a code block, or None. New lines in
-    the content get the block's indentation (or prompt) in front."""
-    index = edit.start.row - 1
-    in_code = index < len(program.code) and program.code[index]
-    if in_code and edit.end.row == edit.start.row:
-        cut = program.prefixes[index]
-        return Edit(column(edit.start), column(edit.end), edit.content.replace("\n", "\n" + cut))
-    if not in_code and edit.start == edit.end and edit.start.column == 1:
-        # A line inserted after a block's last line: it joins that block.
-        prefix = program.prefix_above(edit.start.row)
-        if prefix is None:
-            return None
-        lines = edit.content.split("\n")
-        body = "\n".join(prefix + line if line else line for line in lines)
-        return Edit(edit.start, edit.end, body)
-    return None
 
 
 def lint_notebook(path: str, notebook: Notebook, rules: RuleSet) -> FileResult:
@@ -367,7 +330,7 @@ def lint_notebook(path: str, notebook: Notebook, rules: RuleSet) -> FileResult:
             program = notebook.program(frozenset(broken))
             tree = _syntax_tree(program.source)
         result = _lint_text(path, program.source, rules, program.cite, tree)
-    result.findings = [_in_cell(finding, program) for finding in result.findings]
+    result.findings = [program.in_cell(finding) for finding in result.findings]
     if broken and PARSE_ERROR_CODE in rules.codes:
         result.findings += [_cell_error(path, program, n, e) for n, e in broken.items()]
         result.findings.sort(key=Finding.sort_key)
@@ -379,13 +342,6 @@ def _cell_error(path: str, program: Program, number: int, error: SyntaxError) ->
     row = span.first + (error.lineno or 1) - 1
     problem = Unreadable(f"syntax error: {error.msg}", row, error.offset or 1)
     return replace(_parse_error_finding(path, problem), cell=number, cell_first_row=span.first)
-
-
-def _in_cell(finding: Finding, program: Program) -> Finding:
-    span = program.span_of(finding.start.row) or (program.spans[-1] if program.spans else None)
-    if span is None:
-        return finding
-    return replace(finding, cell=span.number, cell_first_row=span.first)
 
 
 @contextmanager

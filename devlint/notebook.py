@@ -27,9 +27,11 @@ import json
 import re
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any, Optional
+
+from devlint.diagnostics import Finding
 
 NOTEBOOK_SUFFIX = ".ipynb"
 
@@ -129,6 +131,13 @@ class Program:
 
     source: str
     spans: tuple[CellSpan, ...]
+
+    def in_cell(self, finding: Finding) -> Finding:
+        """The finding with the cell it is in."""
+        span = self.span_of(finding.start.row) or (self.spans[-1] if self.spans else None)
+        if span is None:
+            return finding
+        return replace(finding, cell=span.number, cell_first_row=span.first)
 
     def cite(self, row: int) -> str:
         """A program row as a message names it: ``3 of cell 4``."""
