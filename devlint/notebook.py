@@ -9,8 +9,9 @@ masked line by line, never a syntax error: line magics (``%matplotlib inline``),
 become blank lines (``pass`` with their indentation inside a block); a cell that starts with a
 cell magic that runs Python (``%%time``, ``%%timeit``, ``%%capture`` ...) loses only that line,
 and any other cell magic
-(``%%bash``, ``%%writefile`` ...) hides the whole cell. Masked lines keep their place, so every
-other line keeps its row and column.
+(``%%bash``, ``%%writefile`` ...) hides the whole cell. Only a line that starts a statement is
+masked (not one inside brackets, a string or a backslash continuation). Masked lines keep their
+place, so every other line keeps its row and column.
 
 A cell's ``source`` is a list of strings (what Jupyter writes) or one string (nbformat allows it,
 and Ruff reads it); anything else makes the notebook unreadable. Writing back never re-serialises
@@ -167,21 +168,68 @@ def mask_ipython(lines: Sequence[str]) -> list[str]:
         if not name or name[0] not in _PYTHON_CELL_MAGICS:
             return [_ending(line) for line in masked]  # %%bash, %%writefile ...: not Python
         masked[0] = _ending(masked[0])
+    if not any(_is_ipython(line.rstrip("\r\n")) for line in masked):
+        return masked  # most cells: no IPython syntax, and nothing to scan
+    scanner = _Scanner()
     continued = False  # the line before was IPython ending in a backslash
     for index, line in enumerate(masked):
         body = line.rstrip("\r\n")
         if continued:
             masked[index] = _ending(line)
-        elif '"""' not in body and "'''" not in body and _is_ipython(body):
+        elif scanner.at_statement_start() and _is_ipython(body):
             # At the top level a blank line (it does not end the file's opening imports); in
             # a block, `pass` keeps the block a block.
             indent = _INDENT.match(body)
             prefix = indent.group(0) if indent else ""
             masked[index] = (prefix + "pass" if prefix else "") + _ending(line)
         else:
+            scanner.feed(body)
             continue
         continued = body.endswith("\\")
     return masked
+
+
+class _Scanner:
+    """Just enough of Python's tokenizer to tell whether a line starts a statement: not inside
+    brackets, a string or a backslash continuation (``% n)`` continuing a formatted string is
+    Python's modulo, not a magic)."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.quote = ""  # the delimiter of a string still open at the end of a line
+        self.continued = False
+
+    def at_statement_start(self) -> bool:
+        return self.depth == 0 and not self.quote and not self.continued
+
+    def feed(self, line: str) -> None:
+        index, size = 0, len(line)
+        while index < size:
+            char = line[index]
+            if self.quote:
+                if char == "\\":
+                    index += 2
+                elif line.startswith(self.quote, index):
+                    index += len(self.quote)
+                    self.quote = ""
+                else:
+                    index += 1
+                continue
+            if char == "#":
+                break
+            if char in "\"'":
+                triple = line[index : index + 3]
+                self.quote = triple if triple in ('"""', "'''") else char
+                index += len(self.quote)
+                continue
+            if char in "([{":
+                self.depth += 1
+            elif char in ")]}":
+                self.depth = max(0, self.depth - 1)
+            index += 1
+        self.continued = not self.quote and line.endswith("\\")
+        if self.quote in ("'", '"'):
+            self.quote = ""  # a one-line string ends with its line (or is an error)
 
 
 def syntax_errors(notebook: Notebook) -> dict[int, SyntaxError]:

@@ -119,12 +119,22 @@ def test_magics_shell_escapes_and_help_are_not_syntax_errors(tmp_path: Path) -> 
         ["for i in range(2):\n", "    !echo {i}\n", "    %time y = x + i\n"],
         ["%%bash\n", "for f in *; do echo $f; done\n"],
         ["%%timeit\n", "z = x.cuda()\n"],
+        # Python, not IPython: a modulo continuing a line, a `%` and a `!` inside a string.
+        [
+            's = ("%d items"\n',
+            "     % 2)\n",
+            'doc = """\n',
+            "%not a magic\n",
+            "!nor this\n",
+            '"""\n',
+        ],
     ]
     write(tmp_path, {"magic.ipynb": _notebook(*cells)})
     result = run_cli("magic.ipynb", "--no-cache", cwd=tmp_path)
     first = result.stdout.splitlines()[0]
     assert first.startswith("magic.ipynb:cell 5:2:5: DEV001 "), result.stdout
     assert "DEV000" not in result.stdout and result.returncode == 1
+    assert "(1 file checked)" in result.stdout
 
 
 def test_a_string_source_is_read_and_written_back_as_a_string(tmp_path: Path) -> None:
