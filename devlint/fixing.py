@@ -304,7 +304,10 @@ def _in_cell(program: Program, edit: Edit) -> Optional[tuple[int, Edit]]:
     return span.number, moved
 
 
-def encode_like(text: str, original: bytes) -> bytes:
+def encode_like(text: str, original: bytes, path: str = "") -> bytes:
+    """The text in the original's encoding (a notebook is UTF-8 JSON, whatever its cells say)."""
+    if path.endswith(NOTEBOOK_SUFFIX):
+        return text.encode("utf-8")
     return text.encode(_encoding(original))
 
 
@@ -382,7 +385,8 @@ def fix_paths(
             continue
         outcome = fix_source(str(path), data, linter.rules_for(path), unsafe)
         if outcome.error is None and outcome.changed and write:
-            outcome.error = write_atomically(path, data, encode_like(outcome.fixed, data))
+            encoded = encode_like(outcome.fixed, data, str(path))
+            outcome.error = write_atomically(path, data, encoded)
             if outcome.error is not None:
                 outcome.result = linter.lint_file(path)
         if outcome.error is not None:
