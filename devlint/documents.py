@@ -7,8 +7,9 @@ indentation the block sits at and a doctest prompt (``>>> ``, ``... ``) are cut 
 and added back to the columns; a doctest's output lines are blank.
 
 Blocks read: Markdown fences (````` ``` ````` or ``~~~``) whose language is ``python``, ``py``,
-``python3`` or ``pycon``; reST ``.. code-block::``, ``.. code::`` and ``.. sourcecode::`` with
-one of those languages, and ``::`` literal blocks (Python, as Sphinx highlights them by default).
+``python3``, ``pycon``, ``ipython`` or ``ipython3``; reST ``.. code-block::``, ``.. code::`` and
+``.. sourcecode::`` with one of those languages, Sphinx's ``.. testcode::`` and ``.. doctest::``,
+and ``::`` literal blocks (Python, as Sphinx highlights them by default).
 A block that is not valid Python on its own (a fragment, pseudo-code, a console session) is
 left out, so that one sketch does not hide the page's other blocks.
 """
@@ -28,8 +29,10 @@ DOCUMENT_SUFFIXES = (".md", ".markdown", ".rst")
 _LANGUAGES = frozenset({"python", "py", "python3", "pycon", "ipython", "ipython3"})
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*\{?(?P<lang>[\w+-]*)")
 _DIRECTIVE = re.compile(
-    r"^(?P<indent>[ \t]*)\.\.[ \t]+(?:code-block|code|sourcecode)::[ \t]*(?P<lang>[\w+-]*)[ \t]*$"
+    r"^(?P<indent>[ \t]*)\.\.[ \t]+(?P<name>code-block|code|sourcecode|testcode|doctest)::"
+    r"[ \t]*(?P<lang>[\w+-]*)[ \t]*$"
 )
+_PYTHON_DIRECTIVES = ("testcode", "doctest")  # Sphinx's doctest extension: Python always
 _OPTION = re.compile(r"^[ \t]*:[\w-]+:")
 _PROMPT = re.compile(r"^(>>>|\.\.\.)(?: |$)")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -111,7 +114,10 @@ def _rst_blocks(lines: list[str]) -> list[list[int]]:
             and line.rstrip().endswith("::")
             and not line.lstrip().startswith("..")
         )
-        if directive is not None and directive["lang"].lower() not in _LANGUAGES:
+        python = directive is not None and (
+            directive["name"] in _PYTHON_DIRECTIVES or directive["lang"].lower() in _LANGUAGES
+        )
+        if directive is not None and not python:
             row += 1
             continue
         if directive is None and not literal:

@@ -59,6 +59,12 @@ A literal block::
 .. code-block:: bash
 
    pip install torch.cuda
+
+.. doctest::
+
+   >>> x = torch.ones(2).cuda()
+   >>> x
+   tensor([1., 1.], device='cuda:0')
 """
 
 
@@ -79,6 +85,7 @@ def test_folders_skip_pages_unless_asked(docs: Path) -> None:
         ("docs/page.md", 28, 9, "DEV008"),  # prompt cut; the line above has a noqa comment
         ("docs/page.rst", 8, 12, "DEV001"),
         ("docs/page.rst", 12, 13, "DEV008"),  # a `::` literal block
+        ("docs/page.rst", 20, 12, "DEV001"),  # a Sphinx doctest
     ]
     assert "`torch.randn(...)` at line 24" in asked.stdout and asked.returncode == 1
     configured = '[tool.devlint]\nextend-include = ["*.md", "*.rst"]\n'
@@ -88,7 +95,7 @@ def test_folders_skip_pages_unless_asked(docs: Path) -> None:
 
 def test_a_named_page_is_linted(docs: Path) -> None:
     result = run_cli("docs/page.rst", "--no-cache", cwd=docs)
-    assert [code for *_, code in findings_of(result.stdout)] == ["DEV001", "DEV008"]
+    assert [code for *_, code in findings_of(result.stdout)] == ["DEV001", "DEV008", "DEV001"]
 
 
 def test_fixes_rewrite_inside_the_blocks_only(docs: Path) -> None:
@@ -106,7 +113,9 @@ def test_fixes_rewrite_inside_the_blocks_only(docs: Path) -> None:
         "   model = torch.nn.Linear(4, 2).cuda()",
         '   device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
         "   model = torch.nn.Linear(4, 2).to(device)",
-    ).replace('torch.load("w.pt")', 'torch.load("w.pt", map_location="cpu")')
+    ).replace('torch.load("w.pt")', 'torch.load("w.pt", map_location="cpu")').replace(
+        ">>> x = torch.ones(2).cuda()", ">>> x = torch.ones(2).to(device)"
+    )
     again = run_cli("docs", "--include-docs", "--fix", "--unsafe-fixes", "--no-cache", cwd=docs)
     assert "Fixed" not in again.stdout
     assert (docs / "docs/page.md").read_text(encoding="utf-8") == page
