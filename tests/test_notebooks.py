@@ -251,6 +251,7 @@ def test_confirm_runs_the_code_cells_in_order_and_points_at_cells(tmp_path: Path
         ["%matplotlib inline\n", "import torch\n", "from torch import nn\n"],
         ["model = nn.Linear(3, 2)\n"],
         ["!nvidia-smi\n", "model.cuda()\n"],
+        ["state = torch.load('w.pt')\n"],
     ]
     write(tmp_path, {"pyproject.toml": "[project]\nname = 'demo'\n", "explore.ipynb":
                      _notebook(*cells)})  # fmt: skip
@@ -258,6 +259,8 @@ def test_confirm_runs_the_code_cells_in_order_and_points_at_cells(tmp_path: Path
     lines = result.stdout.splitlines()
     assert lines[0].startswith("explore.ipynb:cell 3:2:1: DEV001 `model.cuda()`"), result.stdout
     assert lines[1].startswith("  -> confirmed under cpu-host (explore.ipynb)"), result.stdout
+    assert lines[2].startswith("explore.ipynb:cell 4:1:9: DEV008 "), result.stdout
+    assert "the run stopped before line 1 of cell 4" in lines[3], result.stdout
     assert result.returncode == 1
 
 

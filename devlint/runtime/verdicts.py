@@ -158,26 +158,34 @@ def _run_problem(run: RunOutcome) -> str:
     return run.detail or run.status
 
 
+def _shown(site: _Site, line: int) -> str:
+    """A line of the finding as its reader finds it: ``3 of cell 4`` in a notebook."""
+    finding = site.finding
+    if finding.cell is None:
+        return str(line)
+    return f"{line - finding.cell_first_row + 1} of cell {finding.cell}"
+
+
 def _undecided(site: _Site, runs: Sequence[RunOutcome], scopes: dict[str, Scope]) -> Verdict:
     rule = RULES[site.finding.code]
     relevant = [run for run in _runs_for(rule, runs) if _can_reach(run, site, scopes)]
     reaching = [(run, line) for run in relevant if (line := _reached(site, run)) is not None]
     for run, line in reaching:
         if run.status == COMPLETED:
-            detail = f"line {line} ran under {run.profile} without the error"
+            detail = f"line {_shown(site, line)} ran under {run.profile} without the error"
             return Verdict(NOT_REPRODUCED, run.profile, run.entry.label, detail)
     for run, line in reaching:
-        detail = f"line {line} ran, then the run failed: {_run_problem(run)}"
+        detail = f"line {_shown(site, line)} ran, then the run failed: {_run_problem(run)}"
         return Verdict(ERROR, run.profile, run.entry.label, detail)
     for run in relevant:
         if run.status != COMPLETED:
-            detail = f"the run stopped before line {site.first}: {_run_problem(run)}"
+            detail = f"the run stopped before line {_shown(site, site.first)}: {_run_problem(run)}"
             return Verdict(ERROR, run.profile, run.entry.label, detail)
     if not relevant:
         needed = " or ".join(rule.profiles)
         return Verdict(UNREACHABLE, detail=f"no entry point that reaches it ran under {needed}")
     ran = ", ".join(f"{run.entry.label} under {run.profile}" for run in relevant)
-    return Verdict(UNREACHABLE, detail=f"line {site.first} never ran ({ran})")
+    return Verdict(UNREACHABLE, detail=f"line {_shown(site, site.first)} never ran ({ran})")
 
 
 def decide(
