@@ -22,6 +22,7 @@ from typing import Any, Optional
 
 from devlint.diagnostics import Finding
 from devlint.engine import decode
+from devlint.notebook import NOTEBOOK_SUFFIX, program_of
 
 BASELINE_VERSION = 1
 _NEWLINE = re.compile(r"\r\n|\r|\n")
@@ -49,7 +50,7 @@ class SourceLines:
     (standard input, which cannot be read twice)."""
 
     def __init__(self, texts: Optional[Mapping[str, bytes]] = None) -> None:
-        self._lines = {path: _split(data) for path, data in (texts or {}).items()}
+        self._lines = {path: _split(path, data) for path, data in (texts or {}).items()}
 
     def line(self, path: str, row: int) -> str:
         lines = self._lines.get(path)
@@ -60,13 +61,17 @@ class SourceLines:
     @staticmethod
     def _read(path: str) -> list[str]:
         try:
-            return _split(Path(path).read_bytes())
+            return _split(path, Path(path).read_bytes())
         except OSError:
             return []  # an unreadable file's only finding is DEV000: its code identifies it
 
 
-def _split(data: bytes) -> list[str]:
-    """Lines as devlint numbers them (a lone carriage return ends a line too)."""
+def _split(path: str, data: bytes) -> list[str]:
+    """Lines as devlint numbers them (a lone carriage return ends a line too); a notebook's are
+    the lines of its code cells' program."""
+    if path.endswith(NOTEBOOK_SUFFIX):
+        program = program_of(data)
+        return _NEWLINE.split(program.source) if program is not None else []
     source = decode(data)
     return _NEWLINE.split(source) if isinstance(source, str) else []
 

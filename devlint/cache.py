@@ -241,6 +241,8 @@ def _finding_json(finding: Finding) -> dict[str, Any]:
         "end": [finding.end.row, finding.end.column],
         "noqa_row": finding.noqa_row,
     }
+    if finding.cell is not None:
+        item["cell"] = [finding.cell, finding.cell_first_row]
     if finding.fix is not None:
         item["fix"] = {
             "applicability": finding.fix.applicability.value,
@@ -262,6 +264,10 @@ def _finding(path: str, item: Mapping[str, Any]) -> Finding:
             for start, end, content in raw["edits"]
         )
         fix = Fix(Applicability(raw["applicability"]), _text(raw["message"]), edits)
+    cell: Optional[int] = None
+    first = 1
+    if "cell" in item:
+        cell, first = (int(value) for value in item["cell"])
     return Finding(
         path=path,
         code=_text(item["code"]),
@@ -271,6 +277,8 @@ def _finding(path: str, item: Mapping[str, Any]) -> Finding:
         end=_position(item["end"]),
         noqa_row=int(item["noqa_row"]),
         fix=fix,
+        cell=cell,
+        cell_first_row=first,
     )
 
 

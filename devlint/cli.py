@@ -21,7 +21,13 @@ from devlint.baseline import (
     new_findings,
 )
 from devlint.cache import find_cache_dir
-from devlint.config import ConfigError, ConfigResolver, RuleSelection, split_selectors
+from devlint.config import (
+    DOCS_INCLUDE,
+    ConfigError,
+    ConfigResolver,
+    RuleSelection,
+    split_selectors,
+)
 from devlint.diagnostics import Finding
 from devlint.discovery import PathError
 from devlint.parallel import default_jobs
@@ -58,6 +64,7 @@ _CONFIG_HELP = "A pyproject.toml (its [tool.devlint]) or devlint.toml to use for
 _BASELINE_HELP = "Report only the findings this baseline file does not record."
 _WRITE_BASELINE_HELP = "Record the findings in this baseline file (for legacy code) and exit 0."
 _BASELINE_PATH = click.Path(path_type=Path, dir_okay=False)
+_INCLUDE_DOCS_HELP = "Also lint the Python code blocks of Markdown and reST files in folders."
 _CONFIRM_HELP = "Also run the code and give each finding a verdict (as `devlint confirm`)."
 
 
@@ -87,6 +94,7 @@ _CONFIRM_HELP = "Also run the code and give each finding a verdict (as `devlint 
 @click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing.")
 @click.option("--exit-non-zero-on-fix", is_flag=True, help=_EXIT_ON_FIX_HELP)
 @click.option("--confirm", "confirm_findings", is_flag=True, help=_CONFIRM_HELP)
+@click.option("--include-docs", is_flag=True, help=_INCLUDE_DOCS_HELP)
 def check(
     paths: tuple[Path, ...],
     select: tuple[str, ...],
@@ -109,6 +117,7 @@ def check(
     diff: bool,
     exit_non_zero_on_fix: bool,
     confirm_findings: bool,
+    include_docs: bool,
 ) -> None:
     """Lint PATHS (default: the current folder) and report device bugs."""
     selection = RuleSelection(
@@ -117,7 +126,7 @@ def check(
         split_selectors(ignore),
     )
     try:
-        resolver = ConfigResolver(selection, config_file)
+        resolver = ConfigResolver(selection, config_file, DOCS_INCLUDE if include_docs else ())
         recorded = load_baseline(baseline_file) if baseline_file else None  # fails before linting
         if confirm_findings:
             refused = _not_with_confirm(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -27,7 +28,13 @@ DEFAULT_EXCLUDE: tuple[str, ...] = (
     ".devlint_cache", ".svn", ".tox", ".venv", "__pypackages__", "_build", "buck-out", "build",
     "dist", "node_modules", "site-packages", "venv",
 )  # fmt: skip
-_LIST_KEYS = ("select", "ignore", "extend-select", "exclude", "extend-exclude")
+# What a folder's walk lints, as Ruff's `include` (gitignore-style patterns; named files are
+# always linted). Markdown and reST pages join with `extend-include` or `--include-docs`.
+DEFAULT_INCLUDE: tuple[str, ...] = ("*.py", "*.pyi", "*.ipynb")
+DOCS_INCLUDE: tuple[str, ...] = ("*.md", "*.rst")
+_LIST_KEYS = (
+    "select", "ignore", "extend-select", "exclude", "extend-exclude", "include", "extend-include",
+)  # fmt: skip
 KNOWN_KEYS = frozenset((*_LIST_KEYS, "per-file-ignores"))
 RUNTIME_KEYS = frozenset({"confirm"})  # [tool.devlint.confirm], read by devlint.runtime.settings
 
@@ -106,6 +113,8 @@ class ProjectConfig:
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     exclude: Optional[tuple[str, ...]] = None
     extend_exclude: tuple[str, ...] = ()
+    include: Optional[tuple[str, ...]] = None
+    extend_include: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -116,6 +125,23 @@ class Settings:
     enabled: frozenset[str]
     exclude: tuple[str, ...]
     per_file_ignores: tuple[tuple[str, frozenset[str]], ...]
+    include: tuple[str, ...] = DEFAULT_INCLUDE
+
+    def is_included(self, path: Path) -> bool:
+        """Whether a folder's walk lints this file (files named on the command line always are).
+        As in Ruff, a pattern without a slash matches the file's name, and one with a slash its
+        path under the project root (``*`` crossing folders)."""
+        relative: Optional[str] = None
+        for pattern in self.include:
+            if "/" not in pattern:
+                if fnmatch.fnmatchcase(path.name, pattern):
+                    return True
+                continue
+            if relative is None:
+                relative = self._relative(path) or path.name
+            if fnmatch.fnmatchcase(relative, pattern.lstrip("/")):
+                return True
+        return False
 
     @cached_property
     def _exclude_spec(self) -> pathspec.GitIgnoreSpec:
@@ -177,8 +203,9 @@ def parse_project_config(table: Mapping[str, Any], root: Path, source: Path) -> 
         resolve_selectors(listed or (), origin)
         ignores.append((pattern, listed or ()))
     return ProjectConfig(
-        root, source, selection, tuple(ignores), lists["exclude"], lists["extend-exclude"] or ()
-    )
+        root, source, selection, tuple(ignores), lists["exclude"], lists["extend-exclude"] or (),
+        lists["include"], lists["extend-include"] or (),
+    )  # fmt: skip
 
 
 def load_config_file(path: Path, require_table: bool) -> Optional[ProjectConfig]:
@@ -205,8 +232,12 @@ def load_config_file(path: Path, require_table: bool) -> Optional[ProjectConfig]
 class ConfigResolver:
     """Finds the nearest ``[tool.devlint]`` above each path and merges the CLI flags over it."""
 
-    def __init__(self, cli: RuleSelection, config_file: Optional[Path] = None) -> None:
+    def __init__(
+        self, cli: RuleSelection, config_file: Optional[Path] = None,
+        extend_include: Sequence[str] = (),
+    ) -> None:  # fmt: skip
         self._cli = cli
+        self._extend_include = tuple(extend_include)
         self._cli.apply(DEFAULT_CODES)  # validates the flags up front
         self._fixed = load_config_file(config_file, require_table=True) if config_file else None
         self._by_folder: dict[Path, Settings] = {}
@@ -237,7 +268,12 @@ class ConfigResolver:
             (pattern, resolve_selectors(codes, "per-file-ignores"))
             for pattern, codes in project.per_file_ignores
         )
-        return Settings(project.root, enabled, exclude, ignores)
+        include = (
+            *(project.include or DEFAULT_INCLUDE),
+            *project.extend_include,
+            *self._extend_include,
+        )
+        return Settings(project.root, enabled, exclude, ignores, include)
 
 
 def split_selectors(values: Sequence[str]) -> tuple[str, ...]:

@@ -50,9 +50,27 @@ class Finding:
     end: Position
     noqa_row: int
     fix: Optional[Fix] = None
+    # In a notebook, rows count in the program of its code cells joined in order; ``cell`` is the
+    # number of the cell the finding is in (1-based among all cells) and ``cell_first_row`` the
+    # program row where that cell begins. Reports show rows within the cell.
+    cell: Optional[int] = None
+    cell_first_row: int = 1
 
     def sort_key(self) -> tuple[str, int, int, str]:
         return (self.path, self.start.row, self.start.column, self.code)
+
+    def shown(self, position: Position) -> Position:
+        """A position as the reader finds it: within the finding's cell in a notebook."""
+        if self.cell is None:
+            return position
+        return Position(position.row - self.cell_first_row + 1, position.column)
+
+    @property
+    def where(self) -> str:
+        """``row:column``, or ``cell N:row:column`` in a notebook, as Ruff writes it."""
+        start = self.shown(self.start)
+        prefix = f"cell {self.cell}:" if self.cell is not None else ""
+        return f"{prefix}{start.row}:{start.column}"
 
 
 @dataclass(frozen=True)

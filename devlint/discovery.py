@@ -1,4 +1,5 @@
-"""From the paths a user gives to the Python files to lint, honouring .gitignore and excludes."""
+"""From the paths a user gives to the files to lint (Python, notebooks, and the documents
+`include` names), honouring .gitignore and excludes."""
 
 from __future__ import annotations
 
@@ -11,8 +12,6 @@ from typing import Optional
 import pathspec
 
 from devlint.config import ConfigResolver, absolute_path
-
-PYTHON_SUFFIXES = (".py", ".pyi")
 
 
 class PathError(Exception):
@@ -98,7 +97,7 @@ def _walk(
             is_dir = entry.is_dir(follow_symlinks=False)
         except OSError:
             is_dir = False
-        if not is_dir and not entry.name.endswith(PYTHON_SUFFIXES):
+        if not is_dir and not settings.is_included(path):
             continue
         target = absolute / entry.name
         excluded = not inherited_exclusion and settings.is_excluded(path)

@@ -15,7 +15,7 @@ import tokenize
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Optional, Union, cast
 
 import libcst as cst
@@ -35,7 +35,16 @@ from devlint.diagnostics import (
     InternalError,
     Position,
 )
+from devlint.documents import extract, is_document, on_page
 from devlint.flow_context import FlowContext, SyntaxHook
+from devlint.notebook import (
+    NOTEBOOK_SUFFIX,
+    Notebook,
+    NotebookError,
+    Program,
+    parse_notebook,
+    syntax_errors,
+)
 from devlint.positions import ranges_of
 from devlint.rules import ALL_RULES, RULES_BY_CODE, FlowRule, Rule
 from devlint.suppression import Suppressions
@@ -280,9 +289,59 @@ def unreadable_result(path: str, problem: Unreadable, rules: RuleSet) -> FileRes
 
 
 def lint_source(path: str, data: bytes, rules: RuleSet) -> FileResult:
-    """Lint one file's bytes with the enabled rules; never raises for bad input."""
+    """Lint one file's bytes with the enabled rules; never raises for bad input. A ``.ipynb``
+    path is read as a Jupyter notebook."""
+    if path.endswith(NOTEBOOK_SUFFIX):
+        try:
+            notebook = parse_notebook(data)
+        except NotebookError as error:
+            problem = Unreadable(error.message, error.row, error.column)
+            return unreadable_result(path, problem, rules)
+        return lint_notebook(path, notebook, rules)
+    if is_document(path):
+        return _lint_document(path, data, rules)
     with _collector_paused():
         return _lint_source(path, data, rules)
+
+
+def _lint_document(path: str, data: bytes, rules: RuleSet) -> FileResult:
+    """Lint the Python code blocks of a Markdown or reST page; positions are the page's own."""
+    text = decode(data)
+    if isinstance(text, Unreadable):
+        return unreadable_result(path, text, rules)
+    program = extract(text, path)
+    with _collector_paused():
+        result = _lint_text(path, program.source, rules)
+    result.findings = [on_page(finding, program) for finding in result.findings]
+    return result
+
+
+def lint_notebook(path: str, notebook: Notebook, rules: RuleSet) -> FileResult:
+    """Lint a notebook's code cells as one program; each finding names its cell. Where the
+    program does not parse, each cell that is not Python on its own is one DEV000, and the
+    others are linted without it (a tutorial's Python 2 `print` must not hide the rest)."""
+    program = notebook.program()
+    with _collector_paused():
+        # CPython's parse, which the flow rules read anyway, says cheaply whether any cell is
+        # broken; only then is each cell parsed alone.
+        tree = _syntax_tree(program.source)
+        broken = syntax_errors(notebook) if tree is None else {}
+        if broken:
+            program = notebook.program(frozenset(broken))
+            tree = _syntax_tree(program.source)
+        result = _lint_text(path, program.source, rules, program.cite, tree)
+    result.findings = [program.in_cell(finding) for finding in result.findings]
+    if broken and PARSE_ERROR_CODE in rules.codes:
+        result.findings += [_cell_error(path, program, n, e) for n, e in broken.items()]
+        result.findings.sort(key=Finding.sort_key)
+    return result
+
+
+def _cell_error(path: str, program: Program, number: int, error: SyntaxError) -> Finding:
+    span = next(span for span in program.spans if span.number == number)
+    row = span.first + (error.lineno or 1) - 1
+    problem = Unreadable(f"syntax error: {error.msg}", row, error.offset or 1)
+    return replace(_parse_error_finding(path, problem), cell=number, cell_first_row=span.first)
 
 
 @contextmanager
@@ -300,18 +359,33 @@ def _collector_paused() -> Iterator[None]:
 
 
 def _lint_source(path: str, data: bytes, rules: RuleSet) -> FileResult:
-    result = FileResult(path)
     oversized = too_large(data)
     if oversized is not None:
         return unreadable_result(path, Unreadable(oversized.message), rules)
     source = decode(data)
     if isinstance(source, Unreadable):
         return unreadable_result(path, source, rules)
+    return _lint_text(path, source, rules)
+
+
+def _lint_text(
+    path: str,
+    source: str,
+    rules: RuleSet,
+    cite: Callable[[int], str] = str,
+    parsed: Optional[ast.Module] = None,
+) -> FileResult:
+    """Lint decoded source; ``cite`` words a row that a message names (a cell's row in a
+    notebook); ``parsed`` is CPython's tree of the source where the caller has it."""
+    result = FileResult(path)
+    oversized = too_large(source.encode("utf-8")) if path.endswith(NOTEBOOK_SUFFIX) else None
+    if oversized is not None:
+        return unreadable_result(path, Unreadable(oversized.message), rules)
     active = rules.active(source)
     flow_rules = [rule for rule in active if isinstance(rule, FlowRule)]
     libcst_rules = [rule for rule in active if not isinstance(rule, FlowRule)]
     # CPython's tree serves the flow rules, and the syntax check of files no other rule parses.
-    syntax_tree = _syntax_tree(source) if flow_rules or not libcst_rules else None
+    syntax_tree = parsed or (_syntax_tree(source) if flow_rules or not libcst_rules else None)
     facts = rules.screen(syntax_tree, source) if syntax_tree is not None and flow_rules else None
     if facts is not None:
         flow_rules = [rule for rule in flow_rules if rule.may_fire_in(facts)]
@@ -325,11 +399,11 @@ def _lint_source(path: str, data: bytes, rules: RuleSet) -> FileResult:
             flow_rules = []
         elif libcst_rules:
             located = _run_rules(
-                path, module, source, rules, libcst_rules, result.errors, syntax_tree
+                path, module, source, rules, libcst_rules, result.errors, syntax_tree, cite
             )
     if syntax_tree is not None and flow_rules:
         located += _run_flow_rules(
-            path, syntax_tree, facts, source, rules, flow_rules, result.errors
+            path, syntax_tree, facts, source, rules, flow_rules, result.errors, cite
         )
     if located:
         suppressions = Suppressions.scan(source)
@@ -367,6 +441,7 @@ def _run_rules(
     active: Sequence[Rule],
     errors: list[InternalError],
     syntax_tree: Optional[ast.Module],
+    cite: Callable[[int], str],
 ) -> list[tuple[Finding, tuple[int, ...]]]:
     """Findings of the ``active`` rules, each with the rows where a `# noqa` comment silences it
     (``syntax_tree``: CPython's parse of the source, where there is one already)."""
@@ -384,7 +459,7 @@ def _run_rules(
     finally:
         for rule in active:
             rule.end_file()  # the tree is then freed by reference counting, file by file
-    return [_locate(path, raw, ranges) for raw in context.findings]
+    return [_locate(path, raw, ranges, cite) for raw in context.findings]
 
 
 def _run_flow_rules(
@@ -395,6 +470,7 @@ def _run_flow_rules(
     rules: RuleSet,
     active: Sequence[FlowRule],
     errors: list[InternalError],
+    cite: Callable[[int], str],
 ) -> list[tuple[Finding, tuple[int, ...]]]:
     """Findings of the device-flow rules, which read CPython's tree."""
     text = SourceText(source)
@@ -413,7 +489,7 @@ def _run_flow_rules(
         for node in _nodes_of(context.findings)
         if isinstance(node, ast.AST)
     }
-    return [_locate(path, raw, ranges) for raw in context.findings]
+    return [_locate(path, raw, ranges, cite) for raw in context.findings]
 
 
 def _nodes_of(findings: Sequence[RawFinding]) -> set[Node]:
@@ -450,13 +526,13 @@ def _locate_fix(fix: RawFix, ranges: Mapping[Node, CodeRange]) -> Fix:
 
 
 def _locate(
-    path: str, raw: RawFinding, ranges: Mapping[Node, CodeRange]
+    path: str, raw: RawFinding, ranges: Mapping[Node, CodeRange], cite: Callable[[int], str]
 ) -> tuple[Finding, tuple[int, ...]]:
     where = ranges[raw.node]
     statement = ranges[raw.statement] if raw.statement is not None else where
     message = raw.message
     for index, cited in enumerate(raw.cited):
-        message = message.replace(f"{{line{index}}}", str(ranges[cited].start.line))
+        message = message.replace(f"{{line{index}}}", cite(ranges[cited].start.line))
     finding = Finding(
         path=path,
         code=raw.code,

@@ -17,7 +17,7 @@ import stat
 import tempfile
 import tokenize
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
@@ -25,9 +25,27 @@ import libcst as cst
 
 from devlint.api import Linter
 from devlint.config import ConfigResolver
-from devlint.diagnostics import Applicability, FileResult, Finding, Fix, InternalError, Position
+from devlint.diagnostics import (
+    Applicability,
+    Edit,
+    FileResult,
+    Finding,
+    Fix,
+    InternalError,
+    Position,
+)
 from devlint.discovery import iter_python_files
-from devlint.engine import RuleSet, lint_source
+from devlint.documents import extract, is_document
+from devlint.engine import RuleSet, lint_notebook, lint_source
+from devlint.notebook import (
+    NOTEBOOK_SUFFIX,
+    Notebook,
+    NotebookError,
+    Program,
+    parse_notebook,
+    syntax_errors,
+    with_sources,
+)
 from devlint.report import RunSummary
 
 MAX_ITERATIONS = 10
@@ -44,6 +62,8 @@ class FixOutcome:
     applied: int = 0  # fixes applied, over all iterations
     result: FileResult = field(default_factory=lambda: FileResult(""))  # findings that remain
     error: Optional[str] = None  # why nothing was written
+    # In a notebook, each changed cell: its number, its source before and after.
+    cells: list[tuple[int, str, str]] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -117,6 +137,8 @@ def _encoding(data: bytes) -> str:
 
 def fix_source(path: str, data: bytes, rules: RuleSet, unsafe: bool) -> FixOutcome:
     """Fix one file's bytes in memory, re-linting until nothing applies (at most MAX_ITERATIONS)."""
+    if path.endswith(NOTEBOOK_SUFFIX):
+        return fix_notebook(path, data, rules, unsafe)
     outcome = FixOutcome(path)
     result = lint_source(path, data, rules)
     encoding = _encoding(data)
@@ -144,7 +166,8 @@ def fix_source(path: str, data: bytes, rules: RuleSet, unsafe: bool) -> FixOutco
             return outcome
     try:
         if text != outcome.original:
-            cst.parse_module(text)
+            # A page's blocks must still be Python; the rest of a page is not.
+            cst.parse_module(extract(text, path).source if is_document(path) else text)
     except Exception as error:
         outcome.error = (
             f"a fix produced code that does not parse ({type(error).__name__}); file left as it was"
@@ -155,7 +178,136 @@ def fix_source(path: str, data: bytes, rules: RuleSet, unsafe: bool) -> FixOutco
     return outcome
 
 
-def encode_like(text: str, original: bytes) -> bytes:
+def fix_notebook(path: str, data: bytes, rules: RuleSet, unsafe: bool) -> FixOutcome:
+    """Fix a notebook's code cells; the notebook's text changes only inside the changed cells'
+    ``source`` values."""
+    outcome = FixOutcome(path)
+    result = lint_source(path, data, rules)
+    try:
+        notebook = parse_notebook(data)
+    except NotebookError:
+        outcome.result = result
+        return outcome  # DEV000 already says why
+    outcome.original = outcome.fixed = notebook.text
+    current = notebook
+    for _ in range(MAX_ITERATIONS):
+        fixes = applicable_fixes(result.findings, unsafe)
+        if not fixes:
+            break
+        sources, applied = apply_cell_fixes(current, fixes)
+        if not applied:
+            break
+        outcome.applied += applied
+        current = replace(
+            current,
+            cells=tuple(replace(c, source=sources.get(c.number, c.source)) for c in current.cells),
+        )
+        result = lint_notebook(path, current, rules)
+    else:
+        if applicable_fixes(result.findings, unsafe):
+            outcome.error = (
+                f"fixes did not converge after {MAX_ITERATIONS} passes; file left as it was"
+            )
+            outcome.result = lint_source(path, data, rules)
+            return outcome
+    before = {cell.number: cell.source for cell in notebook.cells}
+    changed = {c.number: c.source for c in current.cells if c.source != before[c.number]}
+    try:
+        if changed:
+            # The cells that were not Python before the fixes stay out of the check.
+            cst.parse_module(current.program(frozenset(syntax_errors(notebook))).source)
+            outcome.fixed = with_sources(notebook, changed)
+    except NotebookError as error:
+        outcome.error = f"{error.message}; file left as it was"
+    except Exception as error:
+        outcome.error = (
+            f"a fix produced code that does not parse ({type(error).__name__}); file left as it was"
+        )
+    if outcome.error is not None:
+        outcome.fixed = outcome.original
+        outcome.result = lint_source(path, data, rules)
+        return outcome
+    outcome.cells = [(number, before[number], source) for number, source in changed.items()]
+    outcome.result = result
+    return outcome
+
+
+def apply_cell_fixes(notebook: Notebook, fixes: Sequence[Fix]) -> tuple[dict[int, str], int]:
+    """The new sources of the cells the fixes edit, and how many fixes were applied. Edits are in
+    the program's rows; a fix whose edit crosses from one cell into another is left out (as
+    Ruff leaves it), and so is one that overlaps a fix applied before it."""
+    program = notebook.program()
+    texts = {cell.number: cell.source for cell in notebook.cells}
+    chosen: dict[int, list[Fix]] = {}
+    taken: dict[int, list[tuple[int, int, str]]] = {}
+    applied = 0
+    for fix in sorted(fixes, key=lambda f: min((e.start for e in f.edits), default=Position(0, 0))):
+        placed = [_in_cell(program, edit) for edit in fix.edits]
+        if any(place is None for place in placed):
+            continue
+        spans = []
+        for place in placed:
+            assert place is not None
+            number, edit = place
+            text = _with_newline(texts[number])
+            starts = _line_starts(text)
+            start, end = _offset(starts, text, edit.start), _offset(starts, text, edit.end)
+            span = (start, end, edit.content)
+            spans.append((number, span, edit))
+        new = [item for item in spans if item[1] not in taken.get(item[0], [])]
+        if any(
+            _overlaps(span, other) for number, span, _ in new for other in taken.get(number, [])
+        ):
+            continue
+        for number, span, edit in new:
+            taken.setdefault(number, []).append(span)
+            chosen.setdefault(number, []).append(Fix(fix.applicability, fix.message, (edit,)))
+        applied += 1
+    sources: dict[int, str] = {}
+    for number, cell_fixes in chosen.items():
+        original = texts[number]
+        fixed, _ = apply_fixes(_with_newline(original), cell_fixes)
+        if not original.endswith(("\n", "\r")) and fixed.endswith("\n"):
+            fixed = fixed[:-1]  # the newline the program added to the cell's last line
+        sources[number] = fixed
+    return sources, applied
+
+
+def _with_newline(source: str) -> str:
+    return source if not source or source.endswith(("\n", "\r")) else source + "\n"
+
+
+def _in_cell(program: Program, edit: Edit) -> Optional[tuple[int, Edit]]:
+    """The cell an edit falls in and the edit in that cell's rows; None when it crosses cells.
+    An edit that ends at the very start of the next cell ends at the end of its own."""
+    span = program.span_of(edit.start.row)
+    if span is not None and edit.start == edit.end == Position(span.first, 1):
+        index = program.spans.index(span)
+        if index > 0:  # a line inserted between two cells ends the first ("after the imports")
+            span = program.spans[index - 1]
+            row = span.first + span.rows
+            edit = Edit(Position(row, 1), Position(row, 1), edit.content)
+    if span is None:
+        if not program.spans or edit.start.row != program.spans[-1].first + program.spans[-1].rows:
+            return None
+        span = program.spans[-1]  # an insertion after the program's last line
+    end_row = edit.end.row
+    ends_at_its_end = end_row == span.first + span.rows and edit.end.column == 1
+    if program.span_of(end_row) is not span and not ends_at_its_end:
+        return None
+    shift = span.first - 1
+    moved = Edit(
+        Position(edit.start.row - shift, edit.start.column),
+        Position(end_row - shift, edit.end.column),
+        edit.content,
+    )
+    return span.number, moved
+
+
+def encode_like(text: str, original: bytes, path: str = "") -> bytes:
+    """The text in the original's encoding (a notebook is UTF-8 JSON, whatever its cells say)."""
+    if path.endswith(NOTEBOOK_SUFFIX):
+        return text.encode("utf-8")
     return text.encode(_encoding(original))
 
 
@@ -187,6 +339,17 @@ def write_atomically(path: Path, original: bytes, data: bytes) -> Optional[str]:
 
 def unified_diff(outcome: FixOutcome) -> str:
     shown = outcome.path
+    if outcome.cells:  # a notebook: one diff per changed cell, as Ruff shows them
+        return "".join(
+            line
+            for number, before, after in outcome.cells
+            for line in difflib.unified_diff(
+                _with_newline(before).splitlines(keepends=True),
+                _with_newline(after).splitlines(keepends=True),
+                fromfile=f"a/{shown}:cell {number}",
+                tofile=f"b/{shown}:cell {number}",
+            )
+        )
     return "".join(
         difflib.unified_diff(
             outcome.original.splitlines(keepends=True),
@@ -222,7 +385,8 @@ def fix_paths(
             continue
         outcome = fix_source(str(path), data, linter.rules_for(path), unsafe)
         if outcome.error is None and outcome.changed and write:
-            outcome.error = write_atomically(path, data, encode_like(outcome.fixed, data))
+            encoded = encode_like(outcome.fixed, data, str(path))
+            outcome.error = write_atomically(path, data, encoded)
             if outcome.error is not None:
                 outcome.result = linter.lint_file(path)
         if outcome.error is not None:

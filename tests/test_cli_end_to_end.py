@@ -63,13 +63,24 @@ EXPECTED: dict[str, list[tuple[int, int, str, str]]] = {
         (13, 14, "DEV008", '`torch.load("checkpoint.pt")` has no `map_location`'),
     ],
 }
+# The notebook fixture: findings in three cells (tests/test_notebooks.py reads them closely).
+NOTEBOOK_FINDINGS = [
+    ("fixtures/gpu_tutorial.ipynb:cell 3", 2, 1, "DEV001"),
+    ("fixtures/gpu_tutorial.ipynb:cell 6", 3, 13, "DEV005"),
+    ("fixtures/gpu_tutorial.ipynb:cell 7", 1, 14, "DEV008"),
+]
 ALL_FINDINGS = sorted(
-    (f"fixtures/{name}", row, col, code)
-    for name, expected in EXPECTED.items()
-    for row, col, code, _ in expected
+    [
+        *(
+            (f"fixtures/{name}", row, col, code)
+            for name, expected in EXPECTED.items()
+            for row, col, code, _ in expected
+        ),
+        *NOTEBOOK_FINDINGS,
+    ]
 )
 FIXTURE_CODES = {code for *_, code in ALL_FINDINGS}
-SUMMARY = "Found 14 problems in 6 files (10 files checked)."
+SUMMARY = "Found 17 problems in 7 files (11 files checked)."
 
 
 @pytest.fixture
@@ -158,7 +169,7 @@ def test_statistics(work: Path) -> None:
         *(f"{count:>{width}}\t{code}\t{RULES_BY_CODE[code].name}" for code, count in rows),
         SUMMARY,
     ]
-    assert lines[len(ALL_FINDINGS)] == "3\tDEV001\tunguarded-cuda"
+    assert lines[len(ALL_FINDINGS)] == "4\tDEV001\tunguarded-cuda"
 
 
 @pytest.mark.parametrize(
@@ -221,11 +232,17 @@ def test_json_follows_ruffs_schema(work: Path) -> None:
     keys = {"code", "name", "message", "filename", "location", "end_location", "fix", "url"}
     assert all(keys | {"noqa_row"} <= set(finding) for finding in findings)
     actual = [
-        (Path(f["filename"]).resolve(), f["location"]["row"], f["location"]["column"], f["code"])
+        (
+            Path(f["filename"]).resolve().as_posix() + (f":cell {f['cell']}" if f["cell"] else ""),
+            f["location"]["row"],
+            f["location"]["column"],
+            f["code"],
+        )
         for f in findings
     ]
     assert actual == [
-        ((work / path).resolve(), row, col, code) for path, row, col, code in ALL_FINDINGS
+        ((work / path).resolve().as_posix(), row, col, code)
+        for path, row, col, code in ALL_FINDINGS
     ]
     for finding in findings:
         assert Path(finding["filename"]).is_absolute()
@@ -314,7 +331,7 @@ def test_force_exclude_applies_excludes_to_named_paths(work: Path) -> None:
     forced = run_cli("--force-exclude", "fixtures/gpu_chapter.py", cwd=work)
     assert (forced.returncode, forced.stdout) == (0, "All checks passed! (0 files checked)\n")
     folder = run_cli("fixtures", cwd=work)  # excluded while walking a folder, without the flag
-    checked = f"({len(EXPECTED) - 1} files checked)"
+    checked = f"({len(EXPECTED)} files checked)"  # one Python file less, and the notebook
     assert "gpu_chapter" not in folder.stdout and checked in folder.stdout
 
 

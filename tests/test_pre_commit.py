@@ -6,6 +6,7 @@ a virtual environment), so these tests are marked slow.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -39,6 +40,16 @@ device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 model = torch.nn.Linear(2, 2).cuda()
 print(torch.cuda.memory_cached())
 """
+
+
+def _notebook(*cells: str) -> str:
+    """A Jupyter notebook (nbformat 4) with these code cells."""
+    code = [
+        {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+         "source": cell.splitlines(keepends=True)}
+        for cell in cells
+    ]  # fmt: skip
+    return json.dumps({"cells": code, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}) + "\n"
 
 
 def _git(*args: str, cwd: Path, env: dict[str, str]) -> str:
@@ -182,3 +193,25 @@ def test_installed_hook_passes_a_commit_without_python_and_stops_a_buggy_one(
     assert blocked.returncode != 0
     assert "buggy.py:3:9: DEV001" in blocked.stdout + blocked.stderr
     assert _git("log", "--format=%s", cwd=project, env=environment).split() == ["docs", "only"]
+
+
+def test_both_hooks_take_notebooks(
+    hook_repo: tuple[Path, str], project: Path, environment: dict[str, str]
+) -> None:
+    device = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+    notebook = _notebook("import torch\n" + device, "model = torch.nn.Linear(2, 2).cuda()\n")
+    write(project, {"explore.ipynb": notebook})
+    _git("add", "-A", cwd=project, env=environment)
+    repo, rev = hook_repo
+    lint = _pre_commit(
+        "try-repo", str(repo), "devlint", "--ref", rev, "--all-files", cwd=project, env=environment
+    )
+    assert lint.returncode == 1, lint.stdout + lint.stderr
+    assert "explore.ipynb:cell 2:1:9: DEV001 " in lint.stdout + lint.stderr
+    hook = ("try-repo", str(repo), "devlint-fix", "--ref", rev, "--all-files")
+    fixed = _pre_commit(*hook, cwd=project, env=environment)
+    assert fixed.returncode == 1, fixed.stdout + fixed.stderr
+    cells = json.loads((project / "explore.ipynb").read_text(encoding="utf-8"))["cells"]
+    assert cells[1]["source"] == ["model = torch.nn.Linear(2, 2).to(device)\n"]
+    _git("add", "-A", cwd=project, env=environment)
+    assert _pre_commit(*hook, cwd=project, env=environment).returncode == 0

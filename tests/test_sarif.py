@@ -51,7 +51,16 @@ def test_fixtures_report_is_valid_sarif(tmp_path: Path, schema: dict[str, Any]) 
     [run] = log["runs"]
     as_json = json.loads(run_cli("--format", "json", str(FIXTURES), cwd=FIXTURES).stdout)
     assert len(run["results"]) == len(as_json) > 10
-    assert [r["message"]["text"] for r in run["results"]] == [f["message"] for f in as_json]
+
+    # A notebook's results name the cell, row and column in the message (the region is a row of
+    # the notebook's JSON).
+    def cell_of(f: dict[str, Any]) -> str:
+        start = f["location"]
+        return f"cell {f['cell']}:{start['row']}:{start['column']}: " if f["cell"] else ""
+
+    assert [r["message"]["text"] for r in run["results"]] == [
+        cell_of(f) + f["message"] for f in as_json
+    ]
     assert {r["ruleId"] for r in run["results"]} >= {"DEV000", "DEV001", "DEV002", "DEV008"}
     rules = run["tool"]["driver"]["rules"]
     for result_object in run["results"]:

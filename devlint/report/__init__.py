@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TextIO
+from pathlib import Path
+from typing import Optional, TextIO
 
-from devlint.diagnostics import Finding, InternalError
+from devlint.diagnostics import Finding, InternalError, Position
+from devlint.notebook import Notebook, NotebookError, json_row, parse_notebook
 
 
 @dataclass
@@ -35,6 +38,37 @@ def display_path(path: str) -> str:
 
 
 Renderer = Callable[[RunSummary, TextIO, ReportOptions], None]
+
+
+@functools.lru_cache(maxsize=64)
+def _notebook(path: str) -> Optional[Notebook]:
+    try:
+        return parse_notebook(Path(path).read_bytes())
+    except (OSError, NotebookError):
+        return None
+
+
+def edit_position(finding: Finding, position: Position) -> Position:
+    """A fix's edit position as Ruff's JSON gives it: in a notebook, the row within the cell the
+    edit falls in (which may not be the finding's: a definition added after the imports)."""
+    if finding.cell is None:
+        return position
+    notebook = _notebook(finding.path)
+    span = notebook.program().span_of(position.row) if notebook is not None else None
+    if span is None:
+        return finding.shown(position)
+    return Position(position.row - span.first + 1, position.column)
+
+
+def file_row(finding: Finding) -> int:
+    """The row of the file that holds a finding's start: in a notebook, the row of the JSON text
+    where its cell's source line is (formats that point into the raw file need it)."""
+    if finding.cell is None:
+        return finding.start.row
+    notebook = _notebook(finding.path)
+    if notebook is None:
+        return 1
+    return json_row(notebook, finding.cell, finding.shown(finding.start).row)
 
 
 def renderer(format_name: str) -> Renderer:

@@ -4,26 +4,31 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, TextIO
+from typing import Any, Optional, TextIO
 
 from devlint.diagnostics import Finding, Fix, Position
-from devlint.report import ReportOptions, RunSummary
+from devlint.report import ReportOptions, RunSummary, edit_position
 
 
 def _position(position: Position) -> dict[str, int]:
     return {"row": position.row, "column": position.column}
 
 
-def fix_to_json(fix: Fix) -> dict[str, Any]:
-    """Ruff's shape: applicability, message, and edits with 1-based locations."""
+def fix_to_json(fix: Fix, finding: Optional[Finding] = None) -> dict[str, Any]:
+    """Ruff's shape: applicability, message, and edits with 1-based locations (in a notebook,
+    as Ruff gives them: rows within the cell each edit falls in)."""
+
+    def shown(position: Position) -> Position:
+        return edit_position(finding, position) if finding is not None else position
+
     return {
         "applicability": fix.applicability.value,
         "message": fix.message,
         "edits": [
             {
                 "content": edit.content,
-                "location": _position(edit.start),
-                "end_location": _position(edit.end),
+                "location": _position(shown(edit.start)),
+                "end_location": _position(shown(edit.end)),
             }
             for edit in fix.edits
         ],
@@ -32,16 +37,16 @@ def fix_to_json(fix: Fix) -> dict[str, Any]:
 
 def finding_to_json(finding: Finding) -> dict[str, Any]:
     return {
-        "cell": None,
+        "cell": finding.cell,
         "code": finding.code,
         "name": finding.name,
         "message": finding.message,
         "filename": finding.path if finding.path == "-" else os.path.abspath(finding.path),
-        "location": {"row": finding.start.row, "column": finding.start.column},
-        "end_location": {"row": finding.end.row, "column": finding.end.column},
-        "fix": None if finding.fix is None else fix_to_json(finding.fix),
+        "location": _position(finding.shown(finding.start)),
+        "end_location": _position(finding.shown(finding.end)),
+        "fix": None if finding.fix is None else fix_to_json(finding.fix, finding),
         "url": None,  # no hosted docs yet: `devlint explain CODE` prints them
-        "noqa_row": finding.noqa_row,
+        "noqa_row": finding.shown(Position(finding.noqa_row, 1)).row,
     }
 
 

@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 from devlint import __version__
 from devlint.diagnostics import Finding, Fix, InternalError, Position
-from devlint.report import ReportOptions, RunSummary, display_path
+from devlint.report import ReportOptions, RunSummary, display_path, file_row
 from devlint.rule_info import first_paragraph
 from devlint.rules import ALL_RULES, Rule
 
@@ -78,22 +78,25 @@ def _fix(fix: Fix, uri: str) -> dict[str, Any]:
 
 def _result(finding: Finding) -> dict[str, Any]:
     uri = artifact_uri(finding.path)
+    region = _region(finding.start, finding.end)
+    message = finding.message
+    if finding.cell is not None:
+        # A notebook: the line of its JSON that holds the cell's source line; the cell, row and
+        # column a reader finds in Jupyter are in the message and the properties.
+        region = {"startLine": file_row(finding)}
+        message = f"{finding.where}: {message}"
     result: dict[str, Any] = {
         "ruleId": finding.code,
         "level": "error",
-        "message": {"text": finding.message},
-        "locations": [
-            {
-                "physicalLocation": {
-                    "artifactLocation": {"uri": uri},
-                    "region": _region(finding.start, finding.end),
-                }
-            }
-        ],
+        "message": {"text": message},
+        "locations": [{"physicalLocation": {"artifactLocation": {"uri": uri}, "region": region}}],
     }
+    if finding.cell is not None:
+        start = finding.shown(finding.start)
+        result["properties"] = {"cell": finding.cell, "row": start.row, "column": start.column}
     if finding.code in _RULE_INDEX:
         result["ruleIndex"] = _RULE_INDEX[finding.code]
-    if finding.fix is not None and finding.fix.edits:
+    if finding.fix is not None and finding.fix.edits and finding.cell is None:
         result["fixes"] = [_fix(finding.fix, uri)]
     return result
 

@@ -20,7 +20,7 @@ def render(run: RunSummary, out: TextIO, options: ReportOptions) -> None:
 
     for finding in run.findings:
         where = style(display_path(finding.path), bold=True)
-        position = f"{finding.start.row}:{finding.start.column}"
+        position = finding.where
         code = style(finding.code, fg="red", bold=True)
         out.write(f"{where}:{position}: {code} {finding.message}\n")
     if options.statistics:

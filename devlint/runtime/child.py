@@ -28,6 +28,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Callable, Optional, TextIO, Union
 
+from devlint.notebook import NOTEBOOK_SUFFIX, parse_notebook
 from devlint.runtime import confine
 from devlint.runtime.guard import Policy
 from devlint.runtime.outcome import (
@@ -291,7 +292,10 @@ def _run_entry(job: Job, project: _Project, recorder: _Recorder) -> str:
         path = os.path.join(project.root, entry.target)
         sys.argv = [path, *job.args]
         sys.path.insert(0, os.path.dirname(path))
-        runpy.run_path(path, run_name="__main__")
+        if path.endswith(NOTEBOOK_SUFFIX):
+            _run_notebook(path)
+        else:
+            runpy.run_path(path, run_name="__main__")
         return ""
     if entry.kind == "function":
         module_name, _, function_name = entry.target.partition(":")
@@ -315,6 +319,15 @@ def _run_entry(job: Job, project: _Project, recorder: _Recorder) -> str:
 def _failed_tests(tests: list[str]) -> str:
     count = len(tests)
     return f"{count} test{'' if count == 1 else 's'} failed: {', '.join(tests)}"
+
+
+def _run_notebook(path: str) -> None:
+    """A notebook's code cells in order, as one program compiled under the notebook's name: the
+    rows of tracebacks and of the line watch are the program's, as the findings' are."""
+    with open(path, "rb") as handle:
+        program = parse_notebook(handle.read()).program()
+    code = compile(program.source, path, "exec")
+    exec(code, {"__name__": "__main__", "__file__": path, "__builtins__": __builtins__})
 
 
 def _on_sigterm(signum: int, frame: Any) -> None:

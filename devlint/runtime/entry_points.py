@@ -2,7 +2,8 @@
 
 1. Scripts: every file named on the command line, and every linted file shaped like one: an
    ``if __name__ == "__main__":`` block, or loops and calls at module level (a tutorial's
-   ``train.py``). Each runs as ``python file.py`` would run it.
+   ``train.py``). Each runs as ``python file.py`` would run it. Every notebook is one: its code
+   cells run in order, IPython syntax masked.
 2. The project's test suite, run by pytest, when the project has tests.
 3. Functions the user names with ``--entry module:function`` (called with no arguments).
 
@@ -68,11 +69,14 @@ def scripts(
 ) -> list[Entry]:
     chosen: dict[str, Entry] = {}
     for path in named:
-        if path.is_file() and path.suffix == ".py":
+        if path.is_file() and path.suffix in (".py", ".ipynb"):
             chosen[_relative(path, root)] = Entry("script", _relative(path, root))
     for path in linted:
         relative = _relative(path, root)
         if relative in chosen or _TEST_FILE.match(path.name):
+            continue
+        if path.suffix == ".ipynb":  # a notebook runs its code cells, top to bottom
+            chosen[relative] = Entry("script", relative)
             continue
         if looks_like_script(path, graph.imported_anywhere(relative)):
             chosen[relative] = Entry("script", relative)

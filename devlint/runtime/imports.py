@@ -12,6 +12,8 @@ import ast
 from collections.abc import Iterable
 from pathlib import Path
 
+from devlint.notebook import NOTEBOOK_SUFFIX, program_of
+
 
 def module_names(relative: str) -> set[str]:
     """``pkg/sub/model.py`` answers to ``pkg.sub.model``, ``sub.model`` and ``model``."""
@@ -55,6 +57,9 @@ class ImportGraph:
                 source = path.read_bytes()
             except (ValueError, OSError):
                 continue
+            if relative.endswith(NOTEBOOK_SUFFIX):  # a notebook imports what its cells import
+                program = program_of(source)
+                source = program.source.encode("utf-8") if program is not None else b""
             self.imports[relative] = imported_names(source)
             for name in module_names(relative):
                 owners.setdefault(name, set()).add(relative)

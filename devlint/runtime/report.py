@@ -52,7 +52,7 @@ def _run_lines(run: RunOutcome) -> list[str]:
 
 def render_text(report: ConfirmReport, out: TextIO) -> None:
     for finding, verdict in zip(report.summary.findings, report.verdicts):
-        position = f"{finding.start.row}:{finding.start.column}"
+        position = finding.where
         out.write(f"{display_path(finding.path)}:{position}: {finding.code} {finding.message}\n")
         out.write(_verdict_line(verdict) + "\n")
     if report.runs:

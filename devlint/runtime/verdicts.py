@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Optional, Union
 
 from devlint.diagnostics import Finding, Position
+from devlint.notebook import NOTEBOOK_SUFFIX, Program, program_of
 from devlint.runtime.outcome import FAILED, FINISHED, REFUSED, Failure, RunOutcome
 from devlint.runtime.profiles import (
     GPU,
@@ -180,28 +181,36 @@ def _run_problem(run: RunOutcome) -> str:
     return run.detail or run.status
 
 
+def _shown(site: _Site, line: int) -> str:
+    """A line of the finding as its reader finds it: ``3 of cell 4`` in a notebook."""
+    finding = site.finding
+    if finding.cell is None:
+        return str(line)
+    return f"{line - finding.cell_first_row + 1} of cell {finding.cell}"
+
+
 def _undecided(site: _Site, runs: Sequence[RunOutcome], scopes: dict[str, Scope]) -> Verdict:
     rule = site.rule
     relevant = [run for run in _runs_for(rule, runs) if _can_reach(run, site, scopes)]
     reaching = [(run, line) for run in relevant if (line := _reached(site, run)) is not None]
     for run, line in reaching:
         if run.status in FINISHED:
-            detail = f"line {line} ran under {run.profile} without the error"
+            detail = f"line {_shown(site, line)} ran under {run.profile} without the error"
             return Verdict(NOT_REPRODUCED, run.profile, run.entry.label, detail)
     for run, line in reaching:
-        detail = f"line {line} ran, then the run failed: {_run_problem(run)}"
+        detail = f"line {_shown(site, line)} ran, then the run failed: {_run_problem(run)}"
         return Verdict(ERROR, run.profile, run.entry.label, detail)
     stopped = [run for run in relevant if run.status not in FINISHED]
     # The last re-run got furthest; an exception in the code is the normal end of a run.
     for run in sorted(stopped, key=lambda run: (run.status != FAILED, -len(run.patched))):
-        detail = f"the run stopped before line {site.first}: {_run_problem(run)}"
+        detail = f"the run stopped before line {_shown(site, site.first)}: {_run_problem(run)}"
         status = NOT_REACHED if run.status == FAILED else ERROR
         return Verdict(status, run.profile, run.entry.label, detail)
     if not relevant:
         needed = " or ".join(rule.profiles)
         return Verdict(UNREACHABLE, detail=f"no entry point that reaches it ran under {needed}")
     ran = ", ".join(f"{run.entry.label} under {run.profile}" for run in relevant)
-    return Verdict(UNREACHABLE, detail=f"line {site.first} never ran ({ran})")
+    return Verdict(UNREACHABLE, detail=f"line {_shown(site, site.first)} never ran ({ran})")
 
 
 def decide(
@@ -257,12 +266,29 @@ def _chains(failures: Sequence[Failure]) -> list[list[Failure]]:
     return [chain for chain in chains if chain]
 
 
-def _first_column(path: Path, line: int) -> int:
-    """Where the code of the line starts (a traceback gives the line only)."""
+def _read_text(path: Path) -> str:
     try:
-        text = path.read_text(encoding="utf-8", errors="replace").splitlines()[line - 1]
-    except (OSError, IndexError):
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _notebook_program(path: Path) -> Optional[Program]:
+    """A notebook's code cells as the one program its runs executed, or None for a script."""
+    if path.suffix != NOTEBOOK_SUFFIX:
+        return None
+    try:
+        return program_of(path.read_bytes())
+    except OSError:
+        return None
+
+
+def _first_column(source: str, line: int) -> int:
+    """Where the code of the line starts (a traceback gives the line only)."""
+    lines = source.splitlines()
+    if not 0 < line <= len(lines):
         return 1
+    text = lines[line - 1]
     return len(text) - len(text.lstrip()) + 1
 
 
@@ -293,7 +319,9 @@ def runtime_findings(
             key = (path, line, raised.text)
             if key in found:
                 continue
-            column = _first_column(root / path, line)
+            program = _notebook_program(root / path)
+            source = program.source if program is not None else _read_text(root / path)
+            column = _first_column(source, line)
             finding = Finding(
                 str(root / path),
                 RUNTIME_ERROR_CODE,
@@ -303,6 +331,8 @@ def runtime_findings(
                 Position(line, column),
                 line,
             )
+            if program is not None:
+                finding = program.in_cell(finding)  # rows of the cells' program, as a notebook's
             verdict = Verdict(CONFIRMED, run.profile, run.entry.label, raised.text, raised.test)
             found[key] = (finding, verdict)
     return sorted(found.values(), key=lambda pair: pair[0].sort_key())
