@@ -105,6 +105,8 @@ def test_near_misses_are_rejected(before: str, after: str) -> None:
             "m.py",
         ),
         ("x = torch.zeros(3)", "x = torch.zeros(3, device=available_device)", "", "tests/t.py"),
+        ("r = c.numpy()", "r = c.cpu().numpy()", "add available_device", "tests/t.py"),
+        ("m = m.cuda()", "m = m.to(self.device)", "TST Make tests device-agnostic", "tests/t.py"),
         # a loss without weights, a test model moved with its inputs
         (
             "criterion = nn.CrossEntropyLoss()",
@@ -179,6 +181,36 @@ def test_miner_reads_history_and_keeps_readings(tmp_path: Path) -> None:
     write_cases(store, cases)
     again = merge(read_cases(store), mine(repo), {"owner/name"})
     assert (again[0].verified, again[0].note) == (True, "read")
+
+
+def _commit_files(repo: Path, files: dict[str, str], message: str) -> None:
+    for name, text in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    subprocess.run(["git", "add", "."], cwd=repo, check=True)
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", message],
+        cwd=repo,
+        check=True,
+    )
+
+
+def test_miner_drops_tests_that_gain_a_device_parameter(tmp_path: Path) -> None:
+    """A CPU-only test parametrised over devices: its `.cpu()` fixes nothing (reading found 110)."""
+    repo = tmp_path / "owner+name" / "repo"
+    repo.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    test = "import torch\n\ndef test_cm({}):\n    x = torch.zeros(3)\n    y = x{}.numpy()\n"
+    library = "import torch\n\ndef f(x):\n    return x{}.numpy()\n"
+    _commit_files(
+        repo, {"tests/test_cm.py": test.format("", ""), "lib.py": library.format("")}, "first"
+    )
+    _commit_files(
+        repo,
+        {"tests/test_cm.py": test.format("device", ".cpu()"), "lib.py": library.format(".cpu()")},
+        "run the metric tests on every device",
+    )
+    assert [(c.path, c.category) for c in mine(repo)] == [("lib.py", "numpy-cpu")]
 
 
 def _case(category: str, codes: list[str], verified: bool | None = True) -> Case:

@@ -128,6 +128,11 @@ _PORTING_SUBJECT = re.compile(
 _DEVICE_ARGUMENT_SUBJECT = re.compile(
     r"factory.?kwargs|\bdd\b|device (?:argument|arg|kwarg)", re.IGNORECASE
 )
+# Tests made to run on every device ("adds available_device to test_x.py"): they ran on the CPU
+# alone before, so the `.cpu()` and `device=` they gain fix nothing.
+_TEST_PARAMETRISATION_SUBJECT = re.compile(
+    r"available_device|device[- ]agnostic|device allocation", re.IGNORECASE
+)
 # Objects whose `.to()`/`.cpu()` works in place: a statement move on them discards nothing.
 _IN_PLACE_MOVERS = re.compile(r"pipe|renderer|result|model|module|net\b", re.IGNORECASE)
 # `scaler (torch.cuda.amp.GradScaler): ...`: a docstring's parameter line.
@@ -153,7 +158,9 @@ def rejection(match: Match, before: str, subject: str, path: str) -> Optional[st
             return "a device argument threaded through constructors"
         if re.search(r"_like\(|Parameter\(|register_buffer\(", squeezed):
             return "a `*_like` factory, a parameter or a buffer: placed by its owner"
-    if "available_device" in match.inserted:
+    if "available_device" in match.inserted or (
+        is_test_path(path) and _TEST_PARAMETRISATION_SUBJECT.search(subject)
+    ):
         return "a test given a device parameter"
     if category == "missing-move":
         if match.inserted == ".cuda()" and squeezed.endswith("Loss()"):

@@ -20,12 +20,12 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from matching import CATEGORY_CODES, classify
+from matching import CATEGORY_CODES, classify, is_test_path
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE / "cases.jsonl"
@@ -36,6 +36,8 @@ MAX_PAIRED_LINES = 3
 MAX_FILES_PER_COMMIT = 25
 _HUNK = re.compile(r"^@@ -(?P<old>\d+)(?:,(?P<old_count>\d+))? \+(?P<new>\d+)(?:,\d+)? @@")
 _SKIPPED_PATHS = re.compile(r"(^|/)(docs?|third_party|vendor(ed)?|_vendor)/")
+# `def test_x(self, device):` where the parent had `def test_x(self):`.
+_DEF = re.compile(r"^\s*(?:async\s+)?def\s+(\w+)\s*\((.*)")
 
 
 @dataclass
@@ -65,6 +67,24 @@ class _Commit:
     parent: str
     subject: str
     files: int = 0
+    # Test files whose functions gained a device parameter in this commit: a test that ran on
+    # the CPU alone is being parametrised over devices, so its `.cpu()` and `device=` are no fix.
+    parametrised_tests: set[str] = field(default_factory=set)
+
+
+def gains_device_parameter(removed: list[tuple[int, str]], added: list[tuple[int, str]]) -> bool:
+    """Whether a hunk adds a device parameter to a function it keeps (same name)."""
+    before = {m[1]: m[2] for _, line in removed if (m := _DEF.match(line))}
+    for _, line in added:
+        signature = _DEF.match(line)
+        if (
+            signature
+            and signature[1] in before
+            and "device" not in before[signature[1]]
+            and "device" in signature[2]
+        ):
+            return True
+    return False
 
 
 def repo_name(mirror: Path) -> str:
@@ -96,6 +116,8 @@ def mine(mirror: Path) -> list[Case]:
     added: list[tuple[int, str]] = []
 
     def close_hunk() -> None:
+        if commit and is_test_path(path) and gains_device_parameter(removed, added):
+            commit.parametrised_tests.add(path)
         if commit and removed and len(removed) == len(added) <= MAX_PAIRED_LINES:
             for (old_line, old), (new_line, new) in zip(removed, added):
                 match = classify(old, new, commit.subject, path)
@@ -121,7 +143,7 @@ def mine(mirror: Path) -> list[Case]:
     def close_commit() -> None:
         close_hunk()
         if commit and commit.files <= MAX_FILES_PER_COMMIT:
-            cases.extend(commit_cases)
+            cases.extend(c for c in commit_cases if c.path not in commit.parametrised_tests)
         commit_cases.clear()
 
     old_line = new_line = 0
