@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Optional, Union
 
 from devlint.analysis.names import ImportMap
+from devlint.analysis.parameters import TENSOR_ONLY_ATTRIBUTES
 from devlint.analysis.syntax import (
     SourceText,
     argument,
@@ -244,7 +245,10 @@ class CallEvaluator:
         if container.kind is Kind.TENSOR:
             # Indexing with a number may leave a 0-dim tensor, which mixes with any device.
             return Value(
-                Kind.TENSOR, container.placement, scalar=container.scalar or not slices_only
+                Kind.TENSOR,
+                container.placement,
+                scalar=container.scalar or not slices_only,
+                module_output=container.module_output,
             )
         if (
             container.elements
@@ -484,11 +488,12 @@ class CallEvaluator:
             return Value(
                 Kind.TENSOR,
                 Placement(callee.where, callee.placement.device, evidence, callee.placement.origin),
+                module_output=True,
             )
         # A module accepting an input on a device runs on that device, and so is its output.
         for argument_value in arguments:
             if argument_value.where in (Where.DEVICE, Where.INPUT) and not argument_value.scalar:
-                return Value(Kind.TENSOR, argument_value.placement)
+                return Value(Kind.TENSOR, argument_value.placement, module_output=True)
         return UNKNOWN
 
     def _method(
@@ -509,7 +514,15 @@ class CallEvaluator:
         )
         if tensor_like and method in PLACEMENT_KEEPING_METHODS:
             reduced = method in REDUCTIONS and not has_arguments(node)
-            return Value(Kind.TENSOR, receiver.placement, scalar=receiver.scalar or reduced)
+            # `.flatten()` or `.sum()` of a module's output may still be an array; `.detach()`
+            # proves a tensor.
+            module_output = receiver.module_output and method not in TENSOR_ONLY_ATTRIBUTES
+            return Value(
+                Kind.TENSOR,
+                receiver.placement,
+                scalar=receiver.scalar or reduced,
+                module_output=module_output,
+            )
         if tensor_like and method in NEW_METHODS:
             return self._created(
                 node, "torch." + method, env, unit, receiver.placed(receiver.placement)

@@ -25,6 +25,7 @@ from typing import Any, Optional, Union
 from devlint.analysis.calls import CallEvaluator
 from devlint.analysis.guards import expects_error_in_syntax
 from devlint.analysis.names import ImportMap
+from devlint.analysis.narrowing import type_test
 from devlint.analysis.parameters import (
     names_used_as_tensors,
     runs_on_cpu_by_design,
@@ -286,8 +287,9 @@ class DeviceFlow(CallEvaluator):
         if self.test_module or runs_on_cpu_by_design(function, bases):
             return frozenset()
         facts = self.facts.units.get(function) if self.facts is not None else None
-        used = facts.tensor_names if facts is not None else names_used_as_tensors(function)
-        return frozenset(tensor_parameters(function, used))
+        if facts is not None and not tensor_parameters(function, facts.tensor_names):
+            return frozenset()  # the screen's names are a superset: nothing to refine
+        return frozenset(tensor_parameters(function, names_used_as_tensors(function)))
 
     def _bind_parameters(self, function: FunctionNode, unit: Unit, env: Env) -> None:
         params = function.args
@@ -406,6 +408,14 @@ class DeviceFlow(CallEvaluator):
         if tested is not None:
             device, equal = tested
             _place_on_cpu(body_env if equal else orelse_env, device)
+        narrowed = type_test(node.test)
+        if narrowed is not None:
+            for branch_env, tensor in (
+                (body_env, narrowed.tensor_if_true),
+                (orelse_env, narrowed.tensor_if_false),
+            ):
+                if not tensor and narrowed.name in branch_env:
+                    branch_env[narrowed.name] = UNKNOWN
         body = self.exec_block(node.body, body_env, unit)
         orelse = self.exec_block(node.orelse, orelse_env, unit)  # `elif` is an `if` in here
         changed = _replace(env, merge(body, orelse))

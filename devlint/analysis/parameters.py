@@ -28,7 +28,7 @@ TENSOR_ONLY_ATTRIBUTES = frozenset(
         "device is_cuda new_zeros new_ones new_full new_empty new_tensor type_as unsqueeze "
         "unsqueeze_ masked_fill masked_fill_ contiguous permute numel dim expand_as view_as "
         "index_select masked_select softmax log_softmax detach requires_grad_ clamp clamp_ "
-        "long half bfloat16 unbind narrow"
+        "long half bfloat16 unbind narrow numpy"
     ).split()
 )
 _CPU_BY_DESIGN_METHODS = frozenset({"__getitem__", "__iter__", "__len__"})
@@ -57,16 +57,21 @@ def annotated_as_tensor(annotation: ast.expr | None) -> bool:
 
 
 def names_used_as_tensors(function: FunctionNode) -> set[str]:
-    """Names in ``function``'s own code that are used the way only a tensor is used."""
-    used: set[str] = set()
+    """Names in ``function``'s own code that are used the way only a tensor is used, before
+    anything is assigned to them (`img = torch.from_numpy(img)` makes a new tensor of an array)."""
+    first_store: dict[str, int] = {}
+    uses: list[tuple[str, int]] = []
     for node in ast.walk(function):
-        if (
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            line = first_store.get(node.id, node.lineno)
+            first_store[node.id] = min(line, node.lineno)
+        elif (
             isinstance(node, ast.Attribute)
             and node.attr in TENSOR_ONLY_ATTRIBUTES
             and isinstance(node.value, ast.Name)
         ):
-            used.add(node.value.id)
-    return used
+            uses.append((node.value.id, node.lineno))
+    return {name for name, line in uses if line <= first_store.get(name, line)}
 
 
 def runs_on_cpu_by_design(function: FunctionNode, classes: Iterable[str]) -> bool:
@@ -96,5 +101,16 @@ def tensor_parameters(function: FunctionNode, used_as_tensors: Collection[str]) 
         parameter.arg
         for parameter in every
         if parameter.arg not in ("self", "cls")
-        and (annotated_as_tensor(parameter.annotation) or parameter.arg in used_as_tensors)
+        and (
+            annotated_as_tensor(parameter.annotation)
+            or (parameter.arg in used_as_tensors and not _annotated_otherwise(parameter))
+        )
     }
+
+
+def _annotated_otherwise(parameter: ast.arg) -> bool:
+    """An annotation that names no tensor (`sigmas: list[float]`, `image: np.ndarray`): the
+    author says what the parameter is, whatever later uses of its name suggest."""
+    if parameter.annotation is None:
+        return False
+    return "Tensor" not in ast.unparse(parameter.annotation)

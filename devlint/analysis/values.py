@@ -57,6 +57,9 @@ class Value:
     cpu_weight: Optional[Value] = None  # a loss built with weight= on the CPU
     elements: tuple[Value, ...] = ()  # for sequences of known length
     item: Optional[Value] = None  # what iterating it yields, when known
+    # What calling a module returned: a tensor for a layer, but a pipeline's images or a model's
+    # output object may be numpy arrays or containers; only a tensor's own method proves it.
+    module_output: bool = False
 
     @property
     def where(self) -> Where:
@@ -113,9 +116,11 @@ def combine(operands: Iterable[Value]) -> Value:
     """
     placements: list[Placement] = []
     scalar = True
+    module_output = False
     for operand in operands:
         if operand.kind is Kind.SCALAR:
             continue
+        module_output = module_output or operand.module_output
         if operand.where is Where.UNKNOWN:
             return UNKNOWN
         if operand.where is Where.CPU and operand.scalar:
@@ -127,7 +132,7 @@ def combine(operands: Iterable[Value]) -> Value:
     first = placements[0]
     if any(not first.same_place(other) for other in placements[1:]):
         return UNKNOWN  # a device mismatch: reported where it happens, not downstream
-    return Value(Kind.TENSOR, first, scalar=scalar)
+    return Value(Kind.TENSOR, first, scalar=scalar, module_output=module_output)
 
 
 def mismatch(operands: Iterable[Value]) -> Optional[tuple[Value, Value]]:

@@ -3,10 +3,10 @@ from __future__ import annotations
 import ast
 
 from devlint.analysis.operations import Citations
-from devlint.analysis.prefilter import DEVICE_SOURCE
+from devlint.analysis.prefilter import DEVICE_OR_INPUT_SOURCE
 from devlint.analysis.syntax import has_arguments, method_name
 from devlint.analysis.syntax_screen import SyntaxFacts
-from devlint.analysis.values import Kind, Where
+from devlint.analysis.values import Kind, Value, Where
 from devlint.context import NodeEdit, RawFix
 from devlint.diagnostics import Applicability
 from devlint.rules.base import FlowRule, Invalid
@@ -15,9 +15,15 @@ from devlint.rules.base import FlowRule, Invalid
 class NumpyOnDeviceTensor(FlowRule):
     """
     ## What it does
-    Flags `.numpy()` on a tensor that may be on a GPU (moved with `.to(device)`
-    or `.cuda()`, or the output of a module moved there) with no `.cpu()`
-    before it.
+    Flags `.numpy()`, or a numpy function such as `np.mean(t)`, on a tensor
+    that may be on a GPU, with no `.cpu()` before it: a tensor moved with
+    `.to(device)` or `.cuda()`, the output of a module moved there, or a tensor
+    that lives on the caller's device: `forward`'s input, or a tensor parameter
+    of any function (library code runs wherever its caller keeps the data). A
+    module's output handed to a numpy function is not flagged: a pipeline may
+    return numpy images already; `.numpy()` itself proves a tensor. Code that
+    prepares CPU data by design (a dataset's methods, collate functions, the
+    helpers of a test module) is left out.
 
     ## Why is this bad?
     NumPy arrays live in host memory: on a CUDA tensor `.numpy()` raises "can't
@@ -47,13 +53,32 @@ class NumpyOnDeviceTensor(FlowRule):
     summary = ".numpy() on a tensor that may be on a GPU"
     fixable = True
     trigger_tokens = ("numpy",)
-    required_patterns = (DEVICE_SOURCE,)
+    required_patterns = (DEVICE_OR_INPUT_SOURCE,)
 
     VALID = (
         "import torch\nx = torch.zeros(3).to(device)\na = x.cpu().numpy()",
         "import torch\nx = torch.zeros(3).to(device)\na = x.detach().cpu().numpy()",
         "import torch\nx = torch.zeros(3)\na = x.numpy()",
-        "def f(x):\n    return x.numpy()",
+        "def f(x):\n    return x.tolist()",
+        "import torch\nclass Pairs(torch.utils.data.Dataset):\n"
+        "    def __getitem__(self, i):\n        return self.data[i].numpy()",
+        # a type test proves the other branch holds an array
+        "import numpy as np\nimport torch\ndef f(image):\n"
+        "    if isinstance(image, torch.Tensor):\n        image = image.unsqueeze(1)\n"
+        "    else:\n        image = np.expand_dims(image, 0)\n    return image",
+        "import numpy as np\nimport torch\ndef f(video):\n"
+        "    if isinstance(video, list) and isinstance(video[0], np.ndarray):\n"
+        "        video = np.concatenate(video)\n    return video.unsqueeze(0)",
+        "import numpy as np\nimport torch\ndef f(image):\n    if type(image) is Image:\n"
+        "        image = np.array(image)\n    return image.unsqueeze(0)",
+        # uses after the name is rebound say nothing of the parameter
+        "import numpy as np\nimport torch\ndef f(img):\n    img = np.ascontiguousarray(img)\n"
+        "    img = torch.from_numpy(img)\n    return img.permute(2, 0, 1)",
+        # the annotation says what it is
+        "import numpy as np\ndef f(sigmas: list, t):\n    a = np.array(sigmas)\n"
+        "    return sigmas.numel(), a",
+        "import numpy as np\nimport torch\npipe = Pipeline().to(device)\n"
+        "images = pipe(prompt)[0]\nassert np.allclose(images, 0)",
         "import torch\nx = torch.zeros(3).to('cpu')\na = x.numpy()",
         "import torch\nclass Base:\n    def __init__(self):\n"
         "        self._cpu_device = torch.device('cpu')\n"
@@ -92,6 +117,22 @@ class NumpyOnDeviceTensor(FlowRule):
             "m = np.mean(x.cpu())",
         ),
         Invalid(
+            "import torch\ndef roc_auc(y_preds: torch.Tensor, y_targets):\n"
+            "    return score(y_targets.numpy(), y_preds.cpu().numpy())",
+            3,
+            18,
+            "parameter `y_targets`",
+            fixed="import torch\ndef roc_auc(y_preds: torch.Tensor, y_targets):\n"
+            "    return score(y_targets.cpu().numpy(), y_preds.cpu().numpy())",
+        ),
+        Invalid(
+            "import torch\ndef draw(sem_seg):\n    if isinstance(sem_seg, torch.Tensor):\n"
+            "        sem_seg = sem_seg.numpy()\n    return sem_seg",
+            4,
+            19,
+            "parameter `sem_seg`",
+        ),
+        Invalid(
             "import numpy as np\nimport torch\na = torch.ones(2).cuda()\n"
             "b = torch.ones(2).cuda()\ns = np.stack([a, b])",
             5,
@@ -101,7 +142,7 @@ class NumpyOnDeviceTensor(FlowRule):
 
     @classmethod
     def may_fire_in(cls, facts: SyntaxFacts) -> bool:
-        return facts.device_source
+        return facts.device_source or facts.forward_method or facts.tensor_parameter
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
@@ -112,7 +153,7 @@ class NumpyOnDeviceTensor(FlowRule):
         if not isinstance(func, ast.Attribute) or func.attr != "numpy" or has_arguments(node):
             return
         receiver = self.analysis.flow.value_of(func.value)
-        if receiver.where is not Where.DEVICE:
+        if not _may_be_on_gpu(receiver):
             return
         name = self.analysis.source_of(func.value)
         citations = Citations()
@@ -134,8 +175,8 @@ class NumpyOnDeviceTensor(FlowRule):
         """`np.mean(t)`, `np.stack([a, b])`: numpy converts its tensor arguments in host memory."""
         for argument in _converted_arguments(node):
             value = self.analysis.flow.value_of(argument)
-            if value.where is not Where.DEVICE or value.kind is not Kind.TENSOR:
-                continue
+            if value.kind is not Kind.TENSOR or value.module_output or not _may_be_on_gpu(value):
+                continue  # a module's output may be an array already (a pipeline's images)
             name = self.analysis.source_of(argument)
             citations = Citations()
             evidence = citations.of(value.placement)
@@ -154,6 +195,14 @@ class NumpyOnDeviceTensor(FlowRule):
                 fix,
             )
             return
+
+
+def _may_be_on_gpu(value: Value) -> bool:
+    """On a device, or on the caller's device: a tensor parameter, `forward`'s input, what a
+    module's layers compute. Library code runs wherever its caller keeps the data."""
+    if value.where is Where.DEVICE:
+        return True
+    return value.where is Where.INPUT and value.kind is Kind.TENSOR
 
 
 def _converted_arguments(node: ast.Call) -> list[ast.expr]:
