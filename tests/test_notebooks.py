@@ -314,3 +314,57 @@ def test_standard_input_named_as_a_notebook(work: Path) -> None:
                      cwd=work)  # fmt: skip
     assert _outside_sources(unsafe.stdout.encode()) == _outside_sources(data)
     assert "model.to(device)" in unsafe.stdout
+
+
+def test_an_indented_cell_is_dedented_as_ipython_does(tmp_path: Path) -> None:
+    # IPython cuts the first line's indentation from every line that starts with it, so a cell
+    # pasted with a leading space runs; CPython alone would call it an unexpected indent.
+    cells = [
+        ["\n", " # Setup\n", " import torch\n", " w = torch.load('w.pt')\n", "x = 1\n"],
+        ["\tcount = 85,800,963\n", "\tcount\n"],
+    ]
+    write(tmp_path, {"indented.ipynb": _notebook(*cells)})
+    result = run_cli("indented.ipynb", "--no-cache", "--format", "json", cwd=tmp_path)
+    found = json.loads(result.stdout)
+    assert [(f["code"], f["cell"], f["location"], f["end_location"]) for f in found] == [
+        ("DEV008", 1, {"row": 4, "column": 6}, {"row": 4, "column": 24})
+    ]
+    edit = found[0]["fix"]["edits"][0]
+    assert (edit["location"], edit["content"]) == ({"row": 4, "column": 23}, ', map_location="cpu"')
+    run_cli("indented.ipynb", "--fix", "--unsafe-fixes", "--no-cache", cwd=tmp_path)
+    fixed = json.loads((tmp_path / "indented.ipynb").read_text(encoding="utf-8"))["cells"]
+    assert fixed[0]["source"][3] == " w = torch.load('w.pt', map_location=\"cpu\")\n"
+
+
+def test_a_syntax_error_in_an_indented_cell_is_at_the_cells_own_column(tmp_path: Path) -> None:
+    write(tmp_path, {"blank.ipynb": _notebook(["  import torch\n", "  model = \n"])})
+    result = run_cli("blank.ipynb", "--no-cache", cwd=tmp_path)
+    assert result.stdout.startswith("blank.ipynb:cell 1:2:11: DEV000 syntax error"), result.stdout
+
+
+def test_a_new_line_a_fix_adds_to_an_indented_cell_keeps_its_indentation(tmp_path: Path) -> None:
+    write(tmp_path, {"gpu.ipynb": _notebook(["  import torch\n", "  m = torch.nn.Linear(2, 2)\n",
+                                             "  m.cuda()\n"])})  # fmt: skip
+    run_cli("gpu.ipynb", "--fix", "--unsafe-fixes", "--no-cache", cwd=tmp_path)
+    fixed = json.loads((tmp_path / "gpu.ipynb").read_text(encoding="utf-8"))["cells"][0]
+    assert fixed["source"] == [
+        "  import torch\n",
+        '  device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n',
+        "  m = torch.nn.Linear(2, 2)\n",
+        "  m.to(device)\n",
+    ]
+
+
+def test_a_cells_last_expression_is_shown_not_thrown_away(tmp_path: Path) -> None:
+    cells = [
+        ["import torch\n", "y = torch.ones(2)\n", "y.cpu()  # Jupyter shows the copy\n"],
+        ["y.cpu();\n"],  # a semicolon hides it: thrown away
+        ["y.cpu()\n", "z = 1\n"],  # not the last statement: thrown away
+        ["y.to(\n", "    torch.float16\n", ")\n"],  # shown, over three rows
+    ]
+    write(tmp_path, {"shown.ipynb": _notebook(*cells)})
+    result = run_cli("shown.ipynb", "--select", "DEV004", "--no-cache", cwd=tmp_path)
+    assert [line.split(" DEV")[0] for line in result.stdout.splitlines()[:-1]] == [
+        "shown.ipynb:cell 2:1:1:",
+        "shown.ipynb:cell 3:1:1:",
+    ]
