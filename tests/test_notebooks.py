@@ -201,6 +201,19 @@ def test_include_and_exclude_treat_notebooks_like_files(work: Path) -> None:
     write(work, {"pyproject.toml": '[tool.devlint]\ninclude = ["nb/*.ipynb"]\n'})
     result = run_cli(".", "--no-cache", cwd=work)
     assert "(1 file checked)" in result.stdout and "gpu_tutorial.ipynb:cell 3" in result.stdout
+    write(
+        work,
+        {"pyproject.toml": '[tool.devlint]\ninclude = ["*.py"]\nextend-include = ["*.ipynb"]\n'},
+    )
+    result = run_cli("nb", "--no-cache", cwd=work)
+    assert "(2 files checked)" in result.stdout and "gpu_tutorial.ipynb:cell 3" in result.stdout
+    # pre-commit names the notebook; --force-exclude applies a path pattern to it.
+    write(work, {"pyproject.toml": '[tool.devlint]\nextend-exclude = ["nb/gpu_*.ipynb"]\n'})
+    forced = run_cli("nb/gpu_tutorial.ipynb", "--force-exclude", "--no-cache", cwd=work)
+    assert (forced.stdout, forced.returncode) == ("All checks passed! (0 files checked)\n", 0)
+    write(work, {"pyproject.toml": '[tool.devlint.per-file-ignores]\n"*.ipynb" = ["DEV001"]\n'})
+    result = run_cli("nb/gpu_tutorial.ipynb", "--no-cache", cwd=work)
+    assert "DEV001" not in result.stdout and "Found 2 problems" in result.stdout
 
 
 def test_the_cache_keeps_cells(work: Path) -> None:
