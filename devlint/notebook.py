@@ -13,8 +13,9 @@ and any other cell magic
 masked (not one inside brackets, a string or a backslash continuation). Masked lines keep their
 place, so every other line keeps its row. As IPython does, a cell whose first non-blank line is
 indented loses that indentation on every line that starts with it (tutorials paste indented
-code into cells, and Jupyter runs it); a finding's and an edit's columns on such a line are
-shifted back by what was cut, so every position is the cell's own.
+code into cells, and Jupyter runs it), and pasted prompts (``>>> ``, ``... ``, ``In [3]: ``) are
+cut too; a finding's and an edit's columns on such a line are shifted back by what was cut, so
+every position is the cell's own.
 
 A cell's ``source`` is a list of strings (what Jupyter writes) or one string (nbformat allows it,
 and Ruff reads it); anything else makes the notebook unreadable. Writing back never re-serialises
@@ -56,6 +57,14 @@ _AUTOMAGIC = re.compile(
 )
 _INDENT = re.compile(r"[ \t]*")
 _LEADING_INDENT = re.compile(r"[ \t]+")
+# IPython's prompt strippers (classic_prompt, ipython_prompt): each line's prompt, and the prompt
+# that must open the cell (or the second line must carry one) for any to be cut.
+_CLASSIC_PROMPT = re.compile(r"(?:>>>|\.\.\.)(?: |$)")
+_IPYTHON_PROMPT = re.compile(r"(?:In \[\d+\]: |[ \t]*\.{3,}: ?)")
+_PROMPTS = (
+    (_CLASSIC_PROMPT, re.compile(r">>>(?: |$)")),
+    (_IPYTHON_PROMPT, _IPYTHON_PROMPT),
+)
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 # IPython runs `await` at a cell's top level.
@@ -122,7 +131,7 @@ class Notebook:
             ends = lines[-1].endswith(("\n", "\r"))
             if not ends:
                 lines[-1] += "\n"
-            lines, cut = leading_indent(lines)
+            lines, cut = strip_ipython_prefixes(lines)
             cuts.update((row + index, prefix) for index, prefix in enumerate(cut) if prefix)
             masked = mask_ipython(lines)
             if cell.number in hidden:
@@ -185,6 +194,24 @@ class Program:
 def source_lines(source: str) -> list[str]:
     """A source's lines, each with its ending, split where Python's parser splits them."""
     return _LINE.findall(source)
+
+
+def strip_ipython_prefixes(lines: Sequence[str]) -> tuple[list[str], list[str]]:
+    """What IPython cuts from the front of a cell's lines before it reads them: the cell's
+    leading indentation, then pasted prompts (``>>> ``, ``... ``, ``In [3]: ``). The lines, and
+    what each lost ('' for none)."""
+    lines, cut = leading_indent(lines)
+    # IPython drops the blank lines that open a cell first.
+    opening = lines[next((n for n, line in enumerate(lines) if line.strip()), 0) :]
+    for prompt, initial in _PROMPTS:
+        if opening and (
+            initial.match(opening[0]) or (len(opening) > 1 and prompt.match(opening[1]))
+        ):
+            taken = [match.group(0) if (match := prompt.match(line)) else "" for line in lines]
+            lines = [line[len(prefix) :] for line, prefix in zip(lines, taken)]
+            cut = [a + b for a, b in zip(cut or [""] * len(lines), taken)]
+            opening = lines[len(lines) - len(opening) :]
+    return lines, cut
 
 
 def leading_indent(lines: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -277,7 +304,8 @@ def syntax_errors(notebook: Notebook) -> dict[int, SyntaxError]:
     one such cell must not hide the findings in the others."""
     errors: dict[int, SyntaxError] = {}
     for cell in notebook.cells:
-        source = "".join(mask_ipython(leading_indent(source_lines(cell.source))[0]))
+        lines = strip_ipython_prefixes(source_lines(cell.source))[0]
+        source = "".join(mask_ipython(lines))
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")

@@ -381,3 +381,27 @@ def test_a_cells_last_expression_is_shown_not_thrown_away(tmp_path: Path) -> Non
         "shown.ipynb:cell 2:1:1:",
         "shown.ipynb:cell 3:1:1:",
     ]
+
+
+def test_pasted_prompts_are_cut_as_ipython_cuts_them(tmp_path: Path) -> None:
+    cells = [
+        [">>> import torch\n", ">>> for i in range(2):\n", "...     w = torch.load('w.pt')\n"],
+        ["In [3]: m = torch.nn.Linear(2, 2)\n", "   ...: m.cuda()\n"],
+        ["x = 1\n", "y = 2\n", ">>> 3\n"],  # no prompt on row 1 or 2: Python, and not valid
+    ]
+    write(tmp_path, {"pasted.ipynb": _notebook(*cells)})
+    result = run_cli("pasted.ipynb", "--no-cache", cwd=tmp_path)
+    assert [line.split(" `")[0] for line in result.stdout.splitlines()[:-1]] == [
+        "pasted.ipynb:cell 1:3:13: DEV008",
+        "pasted.ipynb:cell 2:2:9: DEV001",
+        "pasted.ipynb:cell 3:3:1: DEV000 syntax error: invalid syntax",
+    ], result.stdout
+    run_cli("pasted.ipynb", "--fix", "--unsafe-fixes", "--no-cache", cwd=tmp_path)
+    fixed = json.loads((tmp_path / "pasted.ipynb").read_text(encoding="utf-8"))["cells"]
+    assert fixed[0]["source"] == [
+        ">>> import torch\n",
+        '>>> device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n',
+        ">>> for i in range(2):\n",
+        "...     w = torch.load('w.pt', map_location=\"cpu\")\n",
+    ]
+    assert fixed[1]["source"] == ["In [3]: m = torch.nn.Linear(2, 2)\n", "   ...: m.to(device)\n"]
