@@ -1,6 +1,7 @@
 """What linting a notebook costs against the same code as a ``.py`` file.
 
     python bench/notebook_cost.py SOURCE_FOLDER [--files N] [--runs N] [--output-kb K]
+    python bench/notebook_cost.py NOTEBOOK_FOLDER --notebooks [--files N] [--runs N]
 
 Takes the first N Python files under SOURCE_FOLDER (default 100) and writes each twice in a
 temporary folder: as the ``.py`` file it is, and as a notebook (nbformat 4, indent 1, as Jupyter
@@ -10,6 +11,11 @@ notebook's JSON holds and what devlint must read past). Then devlint lints each 
 rule, ``--jobs 1 --no-cache``, alternating, N runs each (default 5), and prints the median CPU
 time of each and their ratio. Nothing here is a test: the figures depend on the machine and its
 load.
+
+With ``--notebooks``, the first N real notebooks under the folder (tutorial repositories) are
+copied as they are, and each one's code cells are exported as a ``.py`` file: the program devlint
+reads (IPython syntax masked, as ``jupyter nbconvert --to script`` would turn it into calls), so
+the two folders hold the same code.
 """
 
 from __future__ import annotations
@@ -63,20 +69,36 @@ def as_notebook(source: str, output_kb: int) -> str:
     return json.dumps(document, indent=1, ensure_ascii=False) + "\n"
 
 
+def export(notebook: Path, target: Path) -> int:
+    """Write a notebook's code cells as one ``.py`` file; how many bytes of code it holds."""
+    from devlint.notebook import program_of
+
+    program = program_of(notebook.read_bytes())
+    source = program.source if program is not None else ""
+    target.write_text(source, encoding="utf-8")
+    return len(source.encode())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("source", type=Path)
     parser.add_argument("--files", type=int, default=100)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--output-kb", type=int, default=2)
+    parser.add_argument("--notebooks", action="store_true", help="export real notebooks")
     options = parser.parse_args()
-    files = sorted(options.source.rglob("*.py"))[: options.files]
+    pattern = "*.ipynb" if options.notebooks else "*.py"
+    files = sorted(options.source.rglob(pattern))[: options.files]
     with tempfile.TemporaryDirectory() as temporary:
         plain, notebooks = Path(temporary, "py"), Path(temporary, "ipynb")
         plain.mkdir()
         notebooks.mkdir()
         code_bytes = 0
         for index, path in enumerate(files):
+            if options.notebooks:
+                code_bytes += export(path, plain / f"f{index:03}.py")
+                (notebooks / f"f{index:03}.ipynb").write_bytes(path.read_bytes())
+                continue
             source = path.read_text(encoding="utf-8", errors="replace")
             code_bytes += len(source.encode())
             (plain / f"f{index:03}.py").write_text(source, encoding="utf-8")

@@ -10,8 +10,10 @@ Blocks read: Markdown fences (````` ``` ````` or ``~~~``) whose language is ``py
 ``python3``, ``pycon``, ``ipython`` or ``ipython3``; reST ``.. code-block::``, ``.. code::`` and
 ``.. sourcecode::`` with one of those languages, Sphinx's ``.. testcode::`` and ``.. doctest::``,
 and ``::`` literal blocks (Python, as Sphinx highlights them by default).
-A block that is not valid Python on its own (a fragment, pseudo-code, a console session) is
-left out, so that one sketch does not hide the page's other blocks.
+IPython syntax in a block that is not Python as it is (a notebook exported to Markdown keeps
+its ``%%time`` and ``!pip install``) is masked as in a notebook's cell. A block that is still not
+valid Python on its own (a fragment, pseudo-code, a console session) is left out, so that one
+sketch does not hide the page's other blocks.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from dataclasses import dataclass, replace
 from typing import Optional
 
 from devlint.diagnostics import Edit, Finding, Position
+from devlint.notebook import mask_ipython
 
 DOCUMENT_SUFFIXES = (".md", ".markdown", ".rst")
 _LANGUAGES = frozenset({"python", "py", "python3", "pycon", "ipython", "ipython3"})
@@ -162,14 +165,37 @@ def _cut_block(block: list[str]) -> Optional[list[tuple[Optional[str], str]]]:
         elif not line.strip():
             prefix, body = line, ""
         cut.append((prefix, body))
+    if _parses(cut):
+        return cut
+    # A notebook exported to Markdown keeps its IPython lines (`%%time`, `!pip install`).
+    masked = _ipython_masked(cut)
+    return masked if masked is not None and _parses(masked) else None
+
+
+def _parses(cut: list[tuple[Optional[str], str]]) -> bool:
     source = "\n".join(body for prefix, body in cut if prefix is not None)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
+
+
+def _ipython_masked(
+    cut: list[tuple[Optional[str], str]],
+) -> Optional[list[tuple[Optional[str], str]]]:
+    """The block with IPython syntax masked as in a notebook's cell, every other line and column
+    in place; None where there is none."""
+    code = [index for index, (prefix, _) in enumerate(cut) if prefix is not None]
+    masked = mask_ipython([cut[index][1] + "\n" for index in code])
+    if all(line[:-1] == cut[index][1] for index, line in zip(code, masked)):
         return None
-    return cut
+    result = list(cut)
+    for index, line in zip(code, masked):
+        result[index] = (cut[index][0], line[:-1])
+    return result
 
 
 def on_page(finding: Finding, program: DocumentProgram) -> Finding:

@@ -42,11 +42,13 @@ from devlint.notebook import (
     Notebook,
     NotebookError,
     Program,
+    displayed_rows,
     parse_notebook,
     syntax_errors,
 )
 from devlint.positions import ranges_of
 from devlint.rules import ALL_RULES, RULES_BY_CODE, FlowRule, Rule
+from devlint.rules.discarded_device_move import DiscardedDeviceMove
 from devlint.suppression import Suppressions
 from devlint.traversal import Walker
 from devlint.trusted_parse import parse_module
@@ -316,6 +318,10 @@ def _lint_document(path: str, data: bytes, rules: RuleSet) -> FileResult:
     return result
 
 
+# Rules that report a value thrown away: a cell's last expression is shown, not thrown away.
+_THROWN_AWAY = frozenset({DiscardedDeviceMove.code})
+
+
 def lint_notebook(path: str, notebook: Notebook, rules: RuleSet) -> FileResult:
     """Lint a notebook's code cells as one program; each finding names its cell. Where the
     program does not parse, each cell that is not Python on its own is one DEV000, and the
@@ -330,7 +336,12 @@ def lint_notebook(path: str, notebook: Notebook, rules: RuleSet) -> FileResult:
             program = notebook.program(frozenset(broken))
             tree = _syntax_tree(program.source)
         result = _lint_text(path, program.source, rules, program.cite, tree)
-    result.findings = [program.in_cell(finding) for finding in result.findings]
+    shown = displayed_rows(program, tree) if tree is not None and result.findings else frozenset()
+    result.findings = [
+        program.in_cell(finding)
+        for finding in result.findings
+        if not (finding.code in _THROWN_AWAY and finding.start.row in shown)
+    ]
     if broken and PARSE_ERROR_CODE in rules.codes:
         result.findings += [_cell_error(path, program, n, e) for n, e in broken.items()]
         result.findings.sort(key=Finding.sort_key)
@@ -340,7 +351,8 @@ def lint_notebook(path: str, notebook: Notebook, rules: RuleSet) -> FileResult:
 def _cell_error(path: str, program: Program, number: int, error: SyntaxError) -> Finding:
     span = next(span for span in program.spans if span.number == number)
     row = span.first + (error.lineno or 1) - 1
-    problem = Unreadable(f"syntax error: {error.msg}", row, error.offset or 1)
+    column = program.column(Position(row, error.offset or 1)).column
+    problem = Unreadable(f"syntax error: {error.msg}", row, column)
     return replace(_parse_error_finding(path, problem), cell=number, cell_first_row=span.first)
 
 

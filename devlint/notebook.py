@@ -11,7 +11,11 @@ cell magic that runs Python (``%%time``, ``%%timeit``, ``%%capture`` ...) loses 
 and any other cell magic
 (``%%bash``, ``%%writefile`` ...) hides the whole cell. Only a line that starts a statement is
 masked (not one inside brackets, a string or a backslash continuation). Masked lines keep their
-place, so every other line keeps its row and column.
+place, so every other line keeps its row. As IPython does, a cell whose first non-blank line is
+indented loses that indentation on every line that starts with it (tutorials paste indented
+code into cells, and Jupyter runs it), and pasted prompts (``>>> ``, ``... ``, ``In [3]: ``) are
+cut too; a finding's and an edit's columns on such a line are shifted back by what was cut, so
+every position is the cell's own.
 
 A cell's ``source`` is a list of strings (what Jupyter writes) or one string (nbformat allows it,
 and Ruff reads it); anything else makes the notebook unreadable. Writing back never re-serialises
@@ -27,12 +31,12 @@ import bisect
 import json
 import re
 import warnings
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Optional
 
-from devlint.diagnostics import Finding
+from devlint.diagnostics import Edit, Finding, Position
 
 NOTEBOOK_SUFFIX = ".ipynb"
 
@@ -52,6 +56,15 @@ _AUTOMAGIC = re.compile(
     r"[ \t]+(?![=(\[.,:+\-*/%&|^<>!]|$)"
 )
 _INDENT = re.compile(r"[ \t]*")
+_LEADING_INDENT = re.compile(r"[ \t]+")
+# IPython's prompt strippers (classic_prompt, ipython_prompt): each line's prompt, and the prompt
+# that must open the cell (or the second line must carry one) for any to be cut.
+_CLASSIC_PROMPT = re.compile(r"(?:>>>|\.\.\.)(?: |$)")
+_IPYTHON_PROMPT = re.compile(r"(?:In \[\d+\]: |[ \t]*\.{3,}: ?)")
+_PROMPTS = (
+    (_CLASSIC_PROMPT, re.compile(r">>>(?: |$)")),
+    (_IPYTHON_PROMPT, _IPYTHON_PROMPT),
+)
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 # IPython runs `await` at a cell's top level.
@@ -109,6 +122,7 @@ class Notebook:
         keep their rows, blank."""
         parts: list[str] = []
         spans: list[CellSpan] = []
+        cuts: dict[int, str] = {}
         row = 1
         for cell in self.cells:
             if not cell.source:
@@ -117,13 +131,15 @@ class Notebook:
             ends = lines[-1].endswith(("\n", "\r"))
             if not ends:
                 lines[-1] += "\n"
+            lines, cut = strip_ipython_prefixes(lines)
+            cuts.update((row + index, prefix) for index, prefix in enumerate(cut) if prefix)
             masked = mask_ipython(lines)
             if cell.number in hidden:
                 masked = [_ending(line) for line in masked]
             parts.extend(masked)
             spans.append(CellSpan(cell.number, row, len(lines), ends))
             row += len(lines)
-        return Program("".join(parts), tuple(spans))
+        return Program("".join(parts), tuple(spans), cuts)
 
 
 @dataclass(frozen=True)
@@ -132,13 +148,34 @@ class Program:
 
     source: str
     spans: tuple[CellSpan, ...]
+    # Program row -> the indentation IPython's leading-indent rule cut from it (rows not cut
+    # are absent).
+    cuts: Mapping[int, str] = field(default_factory=dict)
 
     def in_cell(self, finding: Finding) -> Finding:
-        """The finding with the cell it is in."""
+        """The finding with the cell it is in, its columns and its fix's the cell's own."""
         span = self.span_of(finding.start.row) or (self.spans[-1] if self.spans else None)
         if span is None:
             return finding
-        return replace(finding, cell=span.number, cell_first_row=span.first)
+        located = replace(finding, cell=span.number, cell_first_row=span.first)
+        if not self.cuts:
+            return located
+        fix = finding.fix
+        if fix is not None:
+            fix = replace(fix, edits=tuple(self._uncut(edit) for edit in fix.edits))
+        start, end = self.column(finding.start), self.column(finding.end)
+        return replace(located, start=start, end=end, fix=fix)
+
+    def column(self, position: Position) -> Position:
+        """A program position in its cell's columns (the same unless the row was cut)."""
+        cut = self.cuts.get(position.row)
+        return Position(position.row, position.column + len(cut)) if cut else position
+
+    def _uncut(self, edit: Edit) -> Edit:
+        """An edit in the cell's columns; a new line it adds gets the cut indentation back."""
+        cut = self.cuts.get(edit.start.row, "")
+        content = edit.content.replace("\n", "\n" + cut) if cut else edit.content
+        return Edit(self.column(edit.start), self.column(edit.end), content)
 
     def cite(self, row: int) -> str:
         """A program row as a message names it: ``3 of cell 4``."""
@@ -157,6 +194,36 @@ class Program:
 def source_lines(source: str) -> list[str]:
     """A source's lines, each with its ending, split where Python's parser splits them."""
     return _LINE.findall(source)
+
+
+def strip_ipython_prefixes(lines: Sequence[str]) -> tuple[list[str], list[str]]:
+    """What IPython cuts from the front of a cell's lines before it reads them: the cell's
+    leading indentation, then pasted prompts (``>>> ``, ``... ``, ``In [3]: ``). The lines, and
+    what each lost ('' for none)."""
+    lines, cut = leading_indent(lines)
+    # IPython drops the blank lines that open a cell first.
+    opening = lines[next((n for n, line in enumerate(lines) if line.strip()), 0) :]
+    for prompt, initial in _PROMPTS:
+        if opening and (
+            initial.match(opening[0]) or (len(opening) > 1 and prompt.match(opening[1]))
+        ):
+            taken = [match.group(0) if (match := prompt.match(line)) else "" for line in lines]
+            lines = [line[len(prefix) :] for line, prefix in zip(lines, taken)]
+            cut = [a + b for a, b in zip(cut or [""] * len(lines), taken)]
+            opening = lines[len(lines) - len(opening) :]
+    return lines, cut
+
+
+def leading_indent(lines: Sequence[str]) -> tuple[list[str], list[str]]:
+    """IPython's leading-indent rule: where a cell's first non-blank line is indented, that
+    indentation is cut from every line that starts with it. The lines, and what each lost."""
+    first = next((line for line in lines if line.strip()), "")
+    match = _LEADING_INDENT.match(first)
+    if match is None:
+        return list(lines), []
+    prefix = match.group(0)
+    cut = [prefix if line.startswith(prefix) else "" for line in lines]
+    return [line[len(taken) :] for line, taken in zip(lines, cut)], cut
 
 
 def mask_ipython(lines: Sequence[str]) -> list[str]:
@@ -237,7 +304,8 @@ def syntax_errors(notebook: Notebook) -> dict[int, SyntaxError]:
     one such cell must not hide the findings in the others."""
     errors: dict[int, SyntaxError] = {}
     for cell in notebook.cells:
-        source = "".join(mask_ipython(source_lines(cell.source)))
+        lines = strip_ipython_prefixes(source_lines(cell.source))[0]
+        source = "".join(mask_ipython(lines))
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -247,6 +315,28 @@ def syntax_errors(notebook: Notebook) -> dict[int, SyntaxError]:
         except (ValueError, RecursionError, MemoryError):
             pass  # the program's own parse reports these
     return errors
+
+
+def displayed_rows(program: Program, tree: ast.Module) -> frozenset[int]:
+    """The rows of each cell's last statement where it is an expression: Jupyter shows its value
+    (unless a ``;`` ends it), so that value is not thrown away."""
+    last: dict[int, ast.stmt] = {}
+    for statement in tree.body:
+        span = program.span_of(statement.lineno)
+        if span is not None:
+            last[span.number] = statement
+    lines: list[str] = []
+    rows: set[int] = set()
+    for statement in last.values():
+        if not isinstance(statement, ast.Expr):
+            continue
+        end = statement.end_lineno or statement.lineno
+        lines = lines or program.source.splitlines()
+        after = lines[end - 1].encode("utf-8")[statement.end_col_offset or 0 :]
+        if after.decode("utf-8", "replace").lstrip().startswith(";"):
+            continue  # `x.cpu();` shows nothing
+        rows.update(range(statement.lineno, end + 1))
+    return frozenset(rows)
 
 
 def _is_ipython(body: str) -> bool:

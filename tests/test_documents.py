@@ -129,3 +129,22 @@ def test_rows_outside_blocks_are_blank_and_columns_shift_back() -> None:
     assert rows[14] == "" and rows[18] == ""  # the sketch and the bash block are left out
     assert rows[25] == "" and not program.code[25]  # a doctest's output
     assert program.prefixes[23] == ">>> "
+
+
+def test_a_notebook_exported_to_markdown_has_its_ipython_lines_masked(tmp_path: Path) -> None:
+    page = (
+        "```python\n!pip install torch\nimport torch\n```\n\n"
+        "```python\n%%time\nw = torch.load('w.pt')\n```\n\n"
+        '```py title="setup.py"\n%%writefile setup.py\nx = torch.ones(2).cuda()\n```\n\n'
+        "```python\n%%time\nthis is a sketch\n```\n"
+    )
+    write(tmp_path, {"exported.md": page})
+    result = run_cli("exported.md", "--no-cache", cwd=tmp_path)
+    # `%%writefile` writes a file rather than running its cell: hidden, as in a notebook.
+    assert [line.split(" `")[0] for line in result.stdout.splitlines()[:-1]] == [
+        "exported.md:8:5: DEV008"
+    ], result.stdout
+    fixed = run_cli("exported.md", "--fix", "--unsafe-fixes", "--no-cache", cwd=tmp_path)
+    assert "Fixed 1 problem" in fixed.stdout
+    text = (tmp_path / "exported.md").read_text(encoding="utf-8")
+    assert text == page.replace("load('w.pt')", "load('w.pt', map_location=\"cpu\")")

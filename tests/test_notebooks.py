@@ -201,6 +201,19 @@ def test_include_and_exclude_treat_notebooks_like_files(work: Path) -> None:
     write(work, {"pyproject.toml": '[tool.devlint]\ninclude = ["nb/*.ipynb"]\n'})
     result = run_cli(".", "--no-cache", cwd=work)
     assert "(1 file checked)" in result.stdout and "gpu_tutorial.ipynb:cell 3" in result.stdout
+    write(
+        work,
+        {"pyproject.toml": '[tool.devlint]\ninclude = ["*.py"]\nextend-include = ["*.ipynb"]\n'},
+    )
+    result = run_cli("nb", "--no-cache", cwd=work)
+    assert "(2 files checked)" in result.stdout and "gpu_tutorial.ipynb:cell 3" in result.stdout
+    # pre-commit names the notebook; --force-exclude applies a path pattern to it.
+    write(work, {"pyproject.toml": '[tool.devlint]\nextend-exclude = ["nb/gpu_*.ipynb"]\n'})
+    forced = run_cli("nb/gpu_tutorial.ipynb", "--force-exclude", "--no-cache", cwd=work)
+    assert (forced.stdout, forced.returncode) == ("All checks passed! (0 files checked)\n", 0)
+    write(work, {"pyproject.toml": '[tool.devlint.per-file-ignores]\n"*.ipynb" = ["DEV001"]\n'})
+    result = run_cli("nb/gpu_tutorial.ipynb", "--no-cache", cwd=work)
+    assert "DEV001" not in result.stdout and "Found 2 problems" in result.stdout
 
 
 def test_the_cache_keeps_cells(work: Path) -> None:
@@ -314,3 +327,81 @@ def test_standard_input_named_as_a_notebook(work: Path) -> None:
                      cwd=work)  # fmt: skip
     assert _outside_sources(unsafe.stdout.encode()) == _outside_sources(data)
     assert "model.to(device)" in unsafe.stdout
+
+
+def test_an_indented_cell_is_dedented_as_ipython_does(tmp_path: Path) -> None:
+    # IPython cuts the first line's indentation from every line that starts with it, so a cell
+    # pasted with a leading space runs; CPython alone would call it an unexpected indent.
+    cells = [
+        ["\n", " # Setup\n", " import torch\n", " w = torch.load('w.pt')\n", "x = 1\n"],
+        ["\tcount = 85,800,963\n", "\tcount\n"],
+    ]
+    write(tmp_path, {"indented.ipynb": _notebook(*cells)})
+    result = run_cli("indented.ipynb", "--no-cache", "--format", "json", cwd=tmp_path)
+    found = json.loads(result.stdout)
+    assert [(f["code"], f["cell"], f["location"], f["end_location"]) for f in found] == [
+        ("DEV008", 1, {"row": 4, "column": 6}, {"row": 4, "column": 24})
+    ]
+    edit = found[0]["fix"]["edits"][0]
+    assert (edit["location"], edit["content"]) == ({"row": 4, "column": 23}, ', map_location="cpu"')
+    run_cli("indented.ipynb", "--fix", "--unsafe-fixes", "--no-cache", cwd=tmp_path)
+    fixed = json.loads((tmp_path / "indented.ipynb").read_text(encoding="utf-8"))["cells"]
+    assert fixed[0]["source"][3] == " w = torch.load('w.pt', map_location=\"cpu\")\n"
+
+
+def test_a_syntax_error_in_an_indented_cell_is_at_the_cells_own_column(tmp_path: Path) -> None:
+    write(tmp_path, {"blank.ipynb": _notebook(["  import torch\n", "  model = \n"])})
+    result = run_cli("blank.ipynb", "--no-cache", cwd=tmp_path)
+    assert result.stdout.startswith("blank.ipynb:cell 1:2:11: DEV000 syntax error"), result.stdout
+
+
+def test_a_new_line_a_fix_adds_to_an_indented_cell_keeps_its_indentation(tmp_path: Path) -> None:
+    write(tmp_path, {"gpu.ipynb": _notebook(["  import torch\n", "  m = torch.nn.Linear(2, 2)\n",
+                                             "  m.cuda()\n"])})  # fmt: skip
+    run_cli("gpu.ipynb", "--fix", "--unsafe-fixes", "--no-cache", cwd=tmp_path)
+    fixed = json.loads((tmp_path / "gpu.ipynb").read_text(encoding="utf-8"))["cells"][0]
+    assert fixed["source"] == [
+        "  import torch\n",
+        '  device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n',
+        "  m = torch.nn.Linear(2, 2)\n",
+        "  m.to(device)\n",
+    ]
+
+
+def test_a_cells_last_expression_is_shown_not_thrown_away(tmp_path: Path) -> None:
+    cells = [
+        ["import torch\n", "y = torch.ones(2)\n", "y.cpu()  # Jupyter shows the copy\n"],
+        ["y.cpu();\n"],  # a semicolon hides it: thrown away
+        ["y.cpu()\n", "z = 1\n"],  # not the last statement: thrown away
+        ["y.to(\n", "    torch.float16\n", ")\n"],  # shown, over three rows
+    ]
+    write(tmp_path, {"shown.ipynb": _notebook(*cells)})
+    result = run_cli("shown.ipynb", "--select", "DEV004", "--no-cache", cwd=tmp_path)
+    assert [line.split(" DEV")[0] for line in result.stdout.splitlines()[:-1]] == [
+        "shown.ipynb:cell 2:1:1:",
+        "shown.ipynb:cell 3:1:1:",
+    ]
+
+
+def test_pasted_prompts_are_cut_as_ipython_cuts_them(tmp_path: Path) -> None:
+    cells = [
+        [">>> import torch\n", ">>> for i in range(2):\n", "...     w = torch.load('w.pt')\n"],
+        ["In [3]: m = torch.nn.Linear(2, 2)\n", "   ...: m.cuda()\n"],
+        ["x = 1\n", "y = 2\n", ">>> 3\n"],  # no prompt on row 1 or 2: Python, and not valid
+    ]
+    write(tmp_path, {"pasted.ipynb": _notebook(*cells)})
+    result = run_cli("pasted.ipynb", "--no-cache", cwd=tmp_path)
+    assert [line.split(" `")[0] for line in result.stdout.splitlines()[:-1]] == [
+        "pasted.ipynb:cell 1:3:13: DEV008",
+        "pasted.ipynb:cell 2:2:9: DEV001",
+        "pasted.ipynb:cell 3:3:1: DEV000 syntax error: invalid syntax",
+    ], result.stdout
+    run_cli("pasted.ipynb", "--fix", "--unsafe-fixes", "--no-cache", cwd=tmp_path)
+    fixed = json.loads((tmp_path / "pasted.ipynb").read_text(encoding="utf-8"))["cells"]
+    assert fixed[0]["source"] == [
+        ">>> import torch\n",
+        '>>> device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n',
+        ">>> for i in range(2):\n",
+        "...     w = torch.load('w.pt', map_location=\"cpu\")\n",
+    ]
+    assert fixed[1]["source"] == ["In [3]: m = torch.nn.Linear(2, 2)\n", "   ...: m.to(device)\n"]
