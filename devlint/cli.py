@@ -167,20 +167,23 @@ def check(
         top = resolver.settings_for(Path.cwd())  # run-wide settings, as Ruff takes them
         output_format = output_format or top.output_format or "text"
         recorded = load_baseline(baseline_file) if baseline_file else None  # fails before linting
-        if show_files or show_settings:
-            _show(paths or (Path("."),), resolver, force_exclude, show_settings)
-        if add_noqa:
-            _add_noqa(paths or (Path("."),), resolver, force_exclude, quiet)
         if confirm_findings:
             refused = _not_with_confirm(
                 {f"--format {output_format}": output_format not in ("text", "json"),
                  "--statistics": statistics, "--write-baseline": write_baseline_file is not None,
-                 "--fix": fix, "--unsafe-fixes": bool(unsafe_fixes), "--diff": diff,
+                 "--fix-only": fix_only, "--fix": fix, "--unsafe-fixes": bool(unsafe_fixes),
+                 "--diff": diff, "--show-fixes": show_fixes, "--add-noqa": add_noqa,
+                 "--show-files": show_files, "--show-settings": show_settings,
                  "--exit-non-zero-on-fix": exit_non_zero_on_fix, "--force-exclude": force_exclude,
                  "standard input": bool(stdin_filename) or paths == (Path("-"),)}
             )  # fmt: skip
             if refused:
                 _fail(refused)
+        if show_files or show_settings:
+            _show(paths or (Path("."),), resolver, force_exclude, show_settings)
+        if add_noqa:
+            _add_noqa(paths or (Path("."),), resolver, force_exclude, quiet)
+        if confirm_findings:
             _check_confirm(
                 paths or (Path("."),), resolver, output_format, quiet or no_progress, jobs,
                 (baseline_file, recorded) if baseline_file and recorded is not None else None,
@@ -244,7 +247,7 @@ def _add_noqa(
     added, errors = add_noqa_paths(paths, resolver, force_exclude)
     for problem in errors:
         click.echo(f"devlint: error in {problem.path}: {problem.detail}", err=True)
-    if not quiet:
+    if added and not quiet:
         click.echo(f"Added {added} noqa directive{'' if added == 1 else 's'}.", err=True)
     sys.exit(EXIT_ERROR if errors else EXIT_CLEAN)
 
@@ -281,7 +284,8 @@ def _report_fix_only(summary: RunSummary, options: ReportOptions, exit_on_fix: b
     if not options.quiet:
         if options.show_fixes and summary.fixed_by_file:
             render_fixes(summary, sys.stdout, options)
-        click.echo(f"Fixed {summary.fixed} problem{'' if summary.fixed == 1 else 's'}.")
+        if summary.fixed:  # as Ruff, silent when nothing was fixed
+            click.echo(f"Fixed {summary.fixed} problem{'' if summary.fixed == 1 else 's'}.")
     for problem in summary.errors:
         click.echo(f"devlint: error in {problem.path}: {problem.detail}", err=True)
     if summary.errors:

@@ -64,9 +64,11 @@ def test_show_fixes_lists_what_was_fixed_per_file_and_rule(project: Path) -> Non
     write(project, {"safe.py": SAFE_FIX + "y = torch.cuda.max_memory_cached()\n"})
     result = run_cli("--fix", "--show-fixes", ".", cwd=project)
     assert result.stdout.splitlines() == [
+        "",
         "Fixed 2 problems:",
         "- safe.py:",
         "    2 × DEV002 (deprecated-cuda-api)",  # noqa: RUF001 (Ruff's own layout)
+        "",
         "Fixed 2 problems, 0 remaining.",
         "All checks passed! (1 file checked)",
     ]
@@ -78,7 +80,10 @@ def test_fix_only_fixes_and_neither_reports_nor_fails_on_the_rest(project: Path)
     result = run_cli("--fix-only", ".", cwd=project)
     assert (result.returncode, result.stdout) == (0, "Fixed 1 problem.\n")
     assert "memory_reserved" in (project / "safe.py").read_text()
-    assert run_cli("--fix-only", "--exit-non-zero-on-fix", ".", cwd=project).returncode == 0
+    again = run_cli("--fix-only", "--exit-non-zero-on-fix", ".", cwd=project)
+    assert (again.returncode, again.stdout) == (0, "")  # nothing fixed, nothing said
+    write(project, {"more.py": SAFE_FIX})
+    assert run_cli("--fix-only", "--exit-non-zero-on-fix", ".", cwd=project).returncode == 1
 
 
 ADD_NOQA_SOURCE = '''\
@@ -111,7 +116,7 @@ def test_add_noqa_merges_with_existing_comments_and_keeps_strings(project: Path)
     after = run_cli(".", cwd=project)
     assert (after.returncode, findings_of(after.stdout)) == (0, [])
     again = run_cli("--add-noqa", ".", cwd=project)
-    assert again.stderr == "Added 0 noqa directives.\n"
+    assert (again.stderr, (project / "a.py").read_text()) == ("", ADD_NOQA_RESULT)
 
 
 def test_show_files_lists_what_would_be_linted(project: Path) -> None:

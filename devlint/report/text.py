@@ -46,7 +46,9 @@ def render(run: RunSummary, out: TextIO, options: ReportOptions) -> None:
     if options.quiet:
         return
     if options.show_fixes and run.fixed_by_file:
+        out.write("\n")  # set off from the findings, as Ruff does
         render_fixes(run, out, options)
+        out.write("\n")
     if run.fixed:
         out.write(f"Fixed {_plural(run.fixed, 'problem')}, {len(run.findings)} remaining.\n")
     checked = f"{_plural(run.files_checked, 'file')} checked"
