@@ -20,7 +20,8 @@ class UnusedNoqa(Rule):
     Only devlint's own codes are judged: `# noqa: E501` belongs to another
     tool, and a blanket `# noqa` may be for any tool. A code that is not
     enabled for the file (not selected, ignored, or in `per-file-ignores`) is
-    left alone too: the rule cannot tell whether it would fire.
+    left alone too: the rule cannot tell whether it would fire (Ruff reports
+    such codes as "non-enabled"; devlint, precise first, stays silent).
 
     ## Why is this bad?
     A suppression outlives the bug it silenced: once the code is guarded, the
