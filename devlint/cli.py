@@ -104,6 +104,8 @@ _SHOW_SETTINGS_HELP = "Print the settings resolved for the first file, and exit.
     help="With --fix or --diff, apply unsafe fixes too (--no-: and hide the hint).",
 )
 @click.option("--fix-only", is_flag=True, help=_FIX_ONLY_HELP)
+@click.option("--fixable", multiple=True, help=f"Rules whose fixes are offered. {_SELECTOR_HELP}")
+@click.option("--unfixable", multiple=True, help=f"Rules whose fixes are not. {_SELECTOR_HELP}")
 @click.option(
     "--show-fixes/--no-show-fixes",
     default=False,
@@ -142,6 +144,8 @@ def check(
     fix: bool,
     unsafe_fixes: Optional[bool],
     fix_only: bool,
+    fixable: tuple[str, ...],
+    unfixable: tuple[str, ...],
     show_fixes: bool,
     add_noqa: bool,
     diff: bool,
@@ -163,7 +167,11 @@ def check(
         split_selectors(ignore),
     )
     try:
-        resolver = ConfigResolver(selection, config_file, DOCS_INCLUDE if include_docs else ())
+        fixes = RuleSelection(
+            split_selectors(fixable) if fixable else None, (), split_selectors(unfixable)
+        )
+        docs = DOCS_INCLUDE if include_docs else ()
+        resolver = ConfigResolver(selection, config_file, docs, fixes)
         top = resolver.settings_for(Path.cwd())  # run-wide settings, as Ruff takes them
         output_format = output_format or top.output_format or "text"
         recorded = load_baseline(baseline_file) if baseline_file else None  # fails before linting

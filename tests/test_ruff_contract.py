@@ -222,6 +222,11 @@ def test_unfixable_rules_offer_no_fix(project: Path) -> None:
     assert (project / "safe.py").read_text() == SAFE_FIX
     write(project, {"pyproject.toml": '[tool.devlint]\nfixable = ["DEV001"]\n'})
     assert json.loads(run_cli("--format", "json", "safe.py", cwd=project).stdout)[0]["fix"] is None
+    # The command line's --fixable and --unfixable are applied over the settings.
+    flags = run_cli("--fixable", "DEV002", "--format", "json", "safe.py", cwd=project)
+    assert json.loads(flags.stdout)[0]["fix"]["applicability"] == "safe"
+    write(project, {"pyproject.toml": "[tool.devlint]\n"})
+    assert "[*]" not in run_cli("--unfixable", "DEV00", "safe.py", cwd=project).stdout
 
 
 def test_cache_dir_setting(project: Path) -> None:
