@@ -54,7 +54,7 @@ def hidden_unsafe(finding: Finding, unsafe_fixes: Optional[bool]) -> bool:
 
 
 # One place for the address of each rule's documentation (SARIF's helpUri, JSON's url): the
-# rule's row in the README's table of rules on GitHub (each row carries an `id` anchor).
+# anchor of the rule in the README's Rules section on GitHub (an `id` per rule above the table).
 DOCS_URL = "https://github.com/devlint/devlint/blob/main/README.md"
 
 
