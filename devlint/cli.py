@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import shlex
 import sys
 from collections.abc import Sequence
@@ -22,8 +21,13 @@ from devlint.baseline import (
     load_baseline,
     new_findings,
 )
-from devlint.cache import CACHE_DIR_ENV, find_cache_dir
-from devlint.commands import add_noqa_paths, fixed_by_file, show_files, show_settings
+from devlint.commands import (
+    add_noqa_paths,
+    cache_dir_for,
+    fixed_by_file,
+    show_files,
+    show_settings,
+)
 from devlint.config import (
     DOCS_INCLUDE,
     ConfigError,
@@ -217,7 +221,7 @@ def check(
                 summary = lint_paths(
                     paths or (Path("."),), resolver, force_exclude, progress,
                     jobs=jobs or default_jobs(),
-                    cache_dir=None if no_cache else _cache_dir(cache_dir, top.cache_dir),
+                    cache_dir=None if no_cache else cache_dir_for(cache_dir, top.cache_dir),
                 )  # fmt: skip
         if write_baseline_file is not None:
             _write_baseline(summary, write_baseline_file, lines, quiet)
@@ -299,15 +303,6 @@ def _report_fix_only(summary: RunSummary, options: ReportOptions, exit_on_fix: b
     if summary.errors:
         sys.exit(EXIT_ERROR)
     sys.exit(EXIT_FINDINGS if exit_on_fix and summary.fixed else EXIT_CLEAN)
-
-
-def _cache_dir(flag: Optional[Path], configured: Optional[Path]) -> Path:
-    """--cache-dir, else $DEVLINT_CACHE_DIR, else `cache-dir` in the settings, else the default."""
-    if flag is not None:
-        return flag
-    if configured is not None and not os.environ.get(CACHE_DIR_ENV):
-        return configured
-    return find_cache_dir()
 
 
 def _apply_fixes(

@@ -6,12 +6,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import os
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Optional
 
 from devlint.api import Linter
+from devlint.cache import CACHE_DIR_ENV, find_cache_dir
 from devlint.config import ConfigResolver, absolute_path
 from devlint.diagnostics import PARSE_ERROR_CODE, InternalError
 from devlint.discovery import iter_python_files
@@ -25,6 +27,16 @@ if TYPE_CHECKING:
     from devlint.fixing import FixOutcome
 
 log = logging.getLogger("devlint")
+
+
+def cache_dir_for(flag: Optional[Path], configured: Optional[Path]) -> Path:
+    """--cache-dir, else $DEVLINT_CACHE_DIR, else `cache-dir` in the settings, else the default
+    (Ruff's order)."""
+    if flag is not None:
+        return flag
+    if configured is not None and not os.environ.get(CACHE_DIR_ENV):
+        return configured
+    return find_cache_dir()
 
 
 def show_files(paths: Sequence[Path], resolver: ConfigResolver, force_exclude: bool) -> str:
