@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Optional
@@ -10,10 +11,12 @@ from devlint.cache import Cache
 from devlint.config import ConfigResolver
 from devlint.diagnostics import FileResult, Finding
 from devlint.discovery import iter_python_files
-from devlint.engine import RuleSet, Unreadable, lint_source, unreadable_result
+from devlint.engine import RuleSet, Unreadable, lint_source, unreadable_result, without_fixes
 from devlint.parallel import Task, lint_tasks
 from devlint.progress import ProgressCallback
 from devlint.report import RunSummary
+
+log = logging.getLogger("devlint")
 
 
 class Linter:
@@ -21,13 +24,15 @@ class Linter:
 
     def __init__(self, resolver: ConfigResolver) -> None:
         self._resolver = resolver
-        self._rule_sets: dict[frozenset[str], RuleSet] = {}
+        self._rule_sets: dict[tuple[frozenset[str], Optional[frozenset[str]]], RuleSet] = {}
 
     def rules_for(self, path: Path) -> RuleSet:
-        codes = self._resolver.settings_for(path).codes_for(path)
-        rules = self._rule_sets.get(codes)
+        settings = self._resolver.settings_for(path)
+        codes = settings.codes_for(path)
+        fixable = None if settings.fixable >= codes else settings.fixable
+        rules = self._rule_sets.get((codes, fixable))
         if rules is None:
-            rules = self._rule_sets[codes] = RuleSet(codes)
+            rules = self._rule_sets[codes, fixable] = RuleSet(codes, fixable)
         return rules
 
     def lint_bytes(self, path: Path, data: bytes, shown_as: str) -> FileResult:
@@ -83,9 +88,14 @@ def lint_paths(
     if cache is not None:
         cache.save()
     summary = RunSummary()
-    for outcome in results:
+    for path, outcome in zip(files, results):
         assert outcome is not None, "every file has a result"
+        fixable = resolver.settings_for(path).fixable
+        outcome.findings = without_fixes(outcome.findings, fixable)
         _collect(summary, outcome)
+    if cache is not None:
+        log.debug("cache %s: %d of %d files unchanged", cache_dir, len(files) - len(tasks),
+                  len(files))  # fmt: skip
     summary.findings.sort(key=Finding.sort_key)
     return summary
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import shlex
 import sys
 from collections.abc import Sequence
@@ -20,7 +21,13 @@ from devlint.baseline import (
     load_baseline,
     new_findings,
 )
-from devlint.cache import find_cache_dir
+from devlint.commands import (
+    add_noqa_paths,
+    cache_dir_for,
+    fixed_by_file,
+    show_files,
+    show_settings,
+)
 from devlint.config import (
     DOCS_INCLUDE,
     ConfigError,
@@ -33,6 +40,7 @@ from devlint.discovery import PathError
 from devlint.parallel import default_jobs
 from devlint.progress import progress_bar
 from devlint.report import FORMATS, ReportOptions, RunSummary, renderer
+from devlint.report.text import render_fixes, render_statistics, render_statistics_json
 from devlint.rule_info import explanation, rule_to_json, rules_table, style_markdown
 from devlint.rules import ALL_RULES, RULES_BY_CODE
 
@@ -66,6 +74,10 @@ _WRITE_BASELINE_HELP = "Record the findings in this baseline file (for legacy co
 _BASELINE_PATH = click.Path(path_type=Path, dir_okay=False)
 _INCLUDE_DOCS_HELP = "Also lint the Python code blocks of Markdown and reST files in folders."
 _CONFIRM_HELP = "Also run the code and give each finding a verdict (as `devlint confirm`)."
+_OUTPUT_FORMAT_HELP = "Output format (default: `output-format` in the settings, else text)."
+_FIX_ONLY_HELP = "Apply fixes, but neither report nor fail on the findings that remain."
+_ADD_NOQA_HELP = "Add `# noqa: CODE` comments to the lines with findings, and exit."
+_SHOW_SETTINGS_HELP = "Print the settings resolved for the first file, and exit."
 
 
 @cli.command()
@@ -73,10 +85,10 @@ _CONFIRM_HELP = "Also run the code and give each finding a verdict (as `devlint 
 @click.option("--select", multiple=True, help=f"Enable only these rules. {_SELECTOR_HELP}")
 @click.option("--ignore", multiple=True, help=f"Disable these rules. {_SELECTOR_HELP}")
 @click.option("--extend-select", multiple=True, help=f"Enable these too. {_SELECTOR_HELP}")
-@click.option("--format", "output_format", type=click.Choice(FORMATS), default="text",
-              show_default=True, help="Output format.")  # fmt: skip
+@click.option("--output-format", "--format", "output_format", type=click.Choice(FORMATS),
+              default=None, help=_OUTPUT_FORMAT_HELP)  # fmt: skip
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when problems are found.")
-@click.option("--statistics", is_flag=True, help="Count the findings per rule.")
+@click.option("--statistics", is_flag=True, help="Print only the number of findings per rule.")
 @click.option("-q", "--quiet", is_flag=True, help="Print the findings and nothing else.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the cache.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
@@ -90,11 +102,32 @@ _CONFIRM_HELP = "Also run the code and give each finding a verdict (as `devlint 
 @click.option("--config", "config_file", type=click.Path(path_type=Path, dir_okay=False),
               help=_CONFIG_HELP)  # fmt: skip
 @click.option("--fix", is_flag=True, help="Apply the safe fixes.")
-@click.option("--unsafe-fixes", is_flag=True, help="With --fix or --diff, apply unsafe fixes too.")
+@click.option(
+    "--unsafe-fixes/--no-unsafe-fixes",
+    default=None,
+    help="With --fix or --diff, apply unsafe fixes too (--no-: and hide the hint).",
+)
+@click.option("--fix-only", is_flag=True, help=_FIX_ONLY_HELP)
+@click.option("--fixable", multiple=True, help=f"Rules whose fixes are offered. {_SELECTOR_HELP}")
+@click.option("--unfixable", multiple=True, help=f"Rules whose fixes are not. {_SELECTOR_HELP}")
+@click.option(
+    "--show-fixes/--no-show-fixes",
+    default=False,
+    help="After --fix, list what was fixed, per file and rule.",
+)
+@click.option("--add-noqa", is_flag=True, help=_ADD_NOQA_HELP)
 @click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing.")
 @click.option("--exit-non-zero-on-fix", is_flag=True, help=_EXIT_ON_FIX_HELP)
 @click.option("--confirm", "confirm_findings", is_flag=True, help=_CONFIRM_HELP)
 @click.option("--include-docs", is_flag=True, help=_INCLUDE_DOCS_HELP)
+@click.option(
+    "--cache-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Where the cache lives (default: .devlint_cache at the project root).",
+)
+@click.option("--show-files", is_flag=True, help="List the files that would be linted, and exit.")
+@click.option("--show-settings", is_flag=True, help=_SHOW_SETTINGS_HELP)
+@click.option("-v", "--verbose", is_flag=True, help="Log discovery, configuration and cache.")
 def check(
     paths: tuple[Path, ...],
     select: tuple[str, ...],
@@ -113,31 +146,56 @@ def check(
     stdin_filename: Optional[str],
     config_file: Optional[Path],
     fix: bool,
-    unsafe_fixes: bool,
+    unsafe_fixes: Optional[bool],
+    fix_only: bool,
+    fixable: tuple[str, ...],
+    unfixable: tuple[str, ...],
+    show_fixes: bool,
+    add_noqa: bool,
     diff: bool,
     exit_non_zero_on_fix: bool,
     confirm_findings: bool,
     include_docs: bool,
+    cache_dir: Optional[Path],
+    show_files: bool,
+    show_settings: bool,
+    verbose: bool,
 ) -> None:
     """Lint PATHS (default: the current folder) and report device bugs."""
+    if verbose:
+        logging.basicConfig(level=logging.DEBUG, format="devlint: debug: %(message)s")
+    fix = fix or fix_only
     selection = RuleSelection(
         split_selectors(select) if select else None,
         split_selectors(extend_select),
         split_selectors(ignore),
     )
     try:
-        resolver = ConfigResolver(selection, config_file, DOCS_INCLUDE if include_docs else ())
+        fixes = RuleSelection(
+            split_selectors(fixable) if fixable else None, (), split_selectors(unfixable)
+        )
+        docs = DOCS_INCLUDE if include_docs else ()
+        resolver = ConfigResolver(selection, config_file, docs, fixes)
+        top = resolver.settings_for(Path.cwd())  # run-wide settings, as Ruff takes them
+        output_format = output_format or top.output_format or "text"
         recorded = load_baseline(baseline_file) if baseline_file else None  # fails before linting
         if confirm_findings:
             refused = _not_with_confirm(
                 {f"--format {output_format}": output_format not in ("text", "json"),
                  "--statistics": statistics, "--write-baseline": write_baseline_file is not None,
-                 "--fix": fix, "--unsafe-fixes": unsafe_fixes, "--diff": diff,
+                 "--fix-only": fix_only, "--fix": fix, "--unsafe-fixes": bool(unsafe_fixes),
+                 "--diff": diff, "--show-fixes": show_fixes, "--add-noqa": add_noqa,
+                 "--show-files": show_files, "--show-settings": show_settings,
                  "--exit-non-zero-on-fix": exit_non_zero_on_fix, "--force-exclude": force_exclude,
                  "standard input": bool(stdin_filename) or paths == (Path("-"),)}
             )  # fmt: skip
             if refused:
                 _fail(refused)
+        if show_files or show_settings:
+            _show(paths or (Path("."),), resolver, force_exclude, show_settings)
+        if add_noqa:
+            _add_noqa(paths or (Path("."),), resolver, force_exclude, quiet)
+        if confirm_findings:
             _check_confirm(
                 paths or (Path("."),), resolver, output_format, quiet or no_progress, jobs,
                 (baseline_file, recorded) if baseline_file and recorded is not None else None,
@@ -146,12 +204,13 @@ def check(
         lines = SourceLines()
         reading_stdin = paths == (Path("-"),) or bool(stdin_filename and not paths)
         if reading_stdin and (fix or diff):
-            _fix_stdin(stdin_filename or "-", resolver, unsafe_fixes, diff)
+            _fix_stdin(stdin_filename or "-", resolver, bool(unsafe_fixes), diff, fix_only)
         changed_files = False
         if fix or diff:
             summary = _apply_fixes(
-                paths or (Path("."),), resolver, force_exclude, unsafe_fixes, diff
-            )
+                paths or (Path("."),), resolver, force_exclude, bool(unsafe_fixes), diff,
+                show_fixes,
+            )  # fmt: skip
             changed_files = bool(summary.fixed)
         elif reading_stdin:
             data = sys.stdin.buffer.read()
@@ -161,19 +220,48 @@ def check(
             with progress_bar(enabled=not (quiet or no_progress)) as progress:
                 summary = lint_paths(
                     paths or (Path("."),), resolver, force_exclude, progress,
-                    jobs=jobs or default_jobs(), cache_dir=None if no_cache else find_cache_dir(),
+                    jobs=jobs or default_jobs(),
+                    cache_dir=None if no_cache else cache_dir_for(cache_dir, top.cache_dir),
                 )  # fmt: skip
         if write_baseline_file is not None:
             _write_baseline(summary, write_baseline_file, lines, quiet)
         if baseline_file is not None and recorded is not None:
-            summary.findings = new_findings(summary.findings, baseline_file, recorded, lines)
+            reported = new_findings(summary.findings, baseline_file, recorded, lines)
+            summary.baseline_hidden = len(summary.findings) - len(reported)
+            summary.findings = reported
     except (ConfigError, PathError, BaselineError) as error:
         _fail(str(error))
-    _report(summary, output_format, quiet, statistics)
+    options = ReportOptions(
+        color=sys.stdout.isatty(), quiet=quiet, statistics=statistics,
+        unsafe_fixes=unsafe_fixes, show_fixes=show_fixes,
+    )  # fmt: skip
+    if fix_only:
+        _report_fix_only(summary, options, exit_non_zero_on_fix)
+    _report(summary, output_format, options)
     if summary.errors:
         sys.exit(EXIT_ERROR)
     remaining = bool(summary.findings) and not exit_zero
     sys.exit(EXIT_FINDINGS if remaining or (exit_non_zero_on_fix and changed_files) else EXIT_CLEAN)
+
+
+def _show(
+    paths: Sequence[Path], resolver: ConfigResolver, force_exclude: bool, settings: bool
+) -> NoReturn:
+    """--show-files and --show-settings: what would be linted, and with what."""
+    text = (show_settings if settings else show_files)(paths, resolver, force_exclude)
+    click.echo(text, nl=False)
+    sys.exit(EXIT_CLEAN)
+
+
+def _add_noqa(
+    paths: Sequence[Path], resolver: ConfigResolver, force_exclude: bool, quiet: bool
+) -> NoReturn:
+    added, errors = add_noqa_paths(paths, resolver, force_exclude)
+    for problem in errors:
+        click.echo(f"devlint: error in {problem.path}: {problem.detail}", err=True)
+    if added and not quiet:
+        click.echo(f"Added {added} noqa directive{'' if added == 1 else 's'}.", err=True)
+    sys.exit(EXIT_ERROR if errors else EXIT_CLEAN)
 
 
 def _write_baseline(
@@ -191,21 +279,42 @@ def _write_baseline(
     sys.exit(EXIT_ERROR if summary.errors else EXIT_CLEAN)
 
 
-def _report(summary: RunSummary, output_format: str, quiet: bool, statistics: bool) -> None:
+def _report(summary: RunSummary, output_format: str, options: ReportOptions) -> None:
     out = sys.stdout
-    options = ReportOptions(color=out.isatty(), quiet=quiet, statistics=statistics)
-    renderer(output_format)(summary, out, options)
+    if options.statistics and output_format == "json":
+        render_statistics_json(summary, out, options)
+    elif options.statistics:
+        render_statistics(summary, out, options)  # Ruff's text layout for any other format
+    else:
+        renderer(output_format)(summary, out, options)
     for problem in summary.errors:
         click.echo(f"devlint: error in {problem.path}: {problem.detail}", err=True)
 
 
+def _report_fix_only(summary: RunSummary, options: ReportOptions, exit_on_fix: bool) -> NoReturn:
+    """`--fix-only`: fix, say how many, and neither list nor fail on what remains (as Ruff)."""
+    if not options.quiet:
+        if options.show_fixes and summary.fixed_by_file:
+            render_fixes(summary, sys.stdout, options)
+        if summary.fixed:  # as Ruff, silent when nothing was fixed
+            click.echo(f"Fixed {summary.fixed} problem{'' if summary.fixed == 1 else 's'}.")
+    for problem in summary.errors:
+        click.echo(f"devlint: error in {problem.path}: {problem.detail}", err=True)
+    if summary.errors:
+        sys.exit(EXIT_ERROR)
+    sys.exit(EXIT_FINDINGS if exit_on_fix and summary.fixed else EXIT_CLEAN)
+
+
 def _apply_fixes(
-    paths: Sequence[Path], resolver: ConfigResolver, force_exclude: bool, unsafe: bool, diff: bool
-) -> RunSummary:
+    paths: Sequence[Path], resolver: ConfigResolver, force_exclude: bool, unsafe: bool, diff: bool,
+    show_fixes: bool = False,
+) -> RunSummary:  # fmt: skip
     """Fix the files (or, with ``diff``, print what would change and exit); the rest remains."""
     from devlint.fixing import fix_paths, unified_diff
 
     run = fix_paths(paths, resolver, force_exclude, unsafe, write=not diff)
+    if show_fixes:
+        run.summary.fixed_by_file = fixed_by_file(run.changed_files, resolver)
     if diff:
         for outcome in run.changed_files:
             click.echo(unified_diff(outcome), nl=False)
@@ -216,7 +325,9 @@ def _apply_fixes(
     return run.summary
 
 
-def _fix_stdin(filename: str, resolver: ConfigResolver, unsafe: bool, diff: bool) -> NoReturn:
+def _fix_stdin(
+    filename: str, resolver: ConfigResolver, unsafe: bool, diff: bool, fix_only: bool = False
+) -> NoReturn:
     """Standard input fixed to standard output (or as a diff), as editors expect."""
     from devlint.api import Linter
     from devlint.fixing import fix_source, unified_diff
@@ -229,7 +340,7 @@ def _fix_stdin(filename: str, resolver: ConfigResolver, unsafe: bool, diff: bool
         click.echo(unified_diff(outcome), nl=False)
     else:
         click.echo(outcome.fixed, nl=False)
-    sys.exit(EXIT_FINDINGS if outcome.result.findings else EXIT_CLEAN)
+    sys.exit(EXIT_FINDINGS if outcome.result.findings and not fix_only else EXIT_CLEAN)
 
 
 _INFO_FORMAT = click.option("--format", "output_format", type=click.Choice(("text", "json")),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import logging
 import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -21,6 +22,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+log = logging.getLogger("devlint")
 ALL_CODES: tuple[str, ...] = tuple(rule.code for rule in ALL_RULES)
 DEFAULT_CODES = frozenset(rule.code for rule in ALL_RULES if rule.default_enabled)
 DEFAULT_EXCLUDE: tuple[str, ...] = (
@@ -34,8 +36,15 @@ DEFAULT_INCLUDE: tuple[str, ...] = ("*.py", "*.pyi", "*.ipynb")
 DOCS_INCLUDE: tuple[str, ...] = ("*.md", "*.rst")
 _LIST_KEYS = (
     "select", "ignore", "extend-select", "exclude", "extend-exclude", "include", "extend-include",
+    "fixable", "unfixable",
 )  # fmt: skip
-KNOWN_KEYS = frozenset((*_LIST_KEYS, "per-file-ignores"))
+_BOOL_KEYS = ("respect-gitignore",)
+_STRING_KEYS = ("output-format", "cache-dir")
+KNOWN_KEYS = frozenset((*_LIST_KEYS, *_BOOL_KEYS, *_STRING_KEYS, "per-file-ignores"))
+OUTPUT_FORMATS = ("text", "json", "github", "sarif")
+# Looked for in each folder from the file up, first found wins, as Ruff looks for
+# .ruff.toml, ruff.toml, then a pyproject.toml with a [tool.ruff] table.
+CONFIG_FILE_NAMES = (".devlint.toml", "devlint.toml", "pyproject.toml")
 RUNTIME_KEYS = frozenset({"confirm"})  # [tool.devlint.confirm], read by devlint.runtime.settings
 
 
@@ -52,13 +61,17 @@ def resolve_selectors(selectors: Iterable[str], origin: str) -> frozenset[str]:
     """Codes named by selectors: a full code, a prefix (``DEV00``), or ``ALL``."""
     codes: set[str] = set()
     for raw in selectors:
-        selector = raw.strip().upper()
+        selector = raw.strip()
         if selector == "ALL":
             codes.update(ALL_CODES)
             continue
         matched = [code for code in ALL_CODES if code.startswith(selector)] if selector else []
         if not matched:
-            raise ConfigError(f"unknown rule code or prefix {raw!r} in {origin}")
+            # As in Ruff, codes are case-sensitive: `dev001` selects nothing and is an error.
+            upper = selector.upper()
+            known = upper == "ALL" or any(code.startswith(upper) for code in ALL_CODES)
+            hint = f" (rule codes are upper case: {upper!r})" if known and upper != selector else ""
+            raise ConfigError(f"unknown rule code or prefix {raw!r} in {origin}{hint}")
         codes.update(matched)
     return frozenset(codes)
 
@@ -67,7 +80,7 @@ def _specificity(code: str, selectors: Iterable[str]) -> int:
     """How precisely selectors name ``code``: -1 not at all, 0 for ALL, else the prefix length."""
     best = -1
     for raw in selectors:
-        selector = raw.strip().upper()
+        selector = raw.strip()
         if selector == "ALL":
             best = max(best, 0)
         elif selector and code.startswith(selector):
@@ -115,17 +128,28 @@ class ProjectConfig:
     extend_exclude: tuple[str, ...] = ()
     include: Optional[tuple[str, ...]] = None
     extend_include: tuple[str, ...] = ()
+    respect_gitignore: Optional[bool] = None
+    fixable: Optional[tuple[str, ...]] = None
+    unfixable: tuple[str, ...] = ()
+    output_format: Optional[str] = None
+    cache_dir: Optional[Path] = None
 
 
 @dataclass(frozen=True)
 class Settings:
-    """The effective settings for the files under one project root."""
+    """The effective settings for the files under one project root (`--show-settings` prints
+    every field, so a new one shows up there without more code)."""
 
     root: Path
     enabled: frozenset[str]
     exclude: tuple[str, ...]
     per_file_ignores: tuple[tuple[str, frozenset[str]], ...]
     include: tuple[str, ...] = DEFAULT_INCLUDE
+    config_file: Optional[Path] = None  # where these settings were read from, if anywhere
+    respect_gitignore: bool = True
+    fixable: frozenset[str] = frozenset(ALL_CODES)  # codes whose fixes are offered
+    output_format: Optional[str] = None
+    cache_dir: Optional[Path] = None
 
     def is_included(self, path: Path) -> bool:
         """Whether a folder's walk lints this file (files named on the command line always are).
@@ -194,6 +218,21 @@ def parse_project_config(table: Mapping[str, Any], root: Path, source: Path) -> 
         lists["select"], lists["extend-select"] or (), lists["ignore"] or (), origin
     )
     selection.apply(DEFAULT_CODES)  # validates every selector now, naming the file
+    resolve_selectors((*(lists["fixable"] or ()), *(lists["unfixable"] or ())), origin)
+    respect_gitignore = table.get("respect-gitignore")
+    if respect_gitignore is not None and not isinstance(respect_gitignore, bool):
+        raise ConfigError(f"`respect-gitignore` in {origin} must be true or false")
+    strings: dict[str, Optional[str]] = {}
+    for key in _STRING_KEYS:
+        value = table.get(key)
+        if value is not None and not isinstance(value, str):
+            raise ConfigError(f"`{key}` in {origin} must be a string")
+        strings[key] = value
+    output_format = strings["output-format"]
+    if output_format is not None and output_format not in OUTPUT_FORMATS:
+        choices = ", ".join(OUTPUT_FORMATS)
+        raise ConfigError(f"`output-format` in {origin} must be one of {choices}")
+    cache_dir = strings["cache-dir"]
     per_file = table.get("per-file-ignores", {})
     if not isinstance(per_file, dict):
         raise ConfigError(f"`per-file-ignores` in {origin} must be a table of pattern = [codes]")
@@ -204,7 +243,9 @@ def parse_project_config(table: Mapping[str, Any], root: Path, source: Path) -> 
         ignores.append((pattern, listed or ()))
     return ProjectConfig(
         root, source, selection, tuple(ignores), lists["exclude"], lists["extend-exclude"] or (),
-        lists["include"], lists["extend-include"] or (),
+        lists["include"], lists["extend-include"] or (), respect_gitignore, lists["fixable"],
+        lists["unfixable"] or (), output_format,
+        None if cache_dir is None else absolute_path(root / os.path.expanduser(cache_dir)),
     )  # fmt: skip
 
 
@@ -234,11 +275,13 @@ class ConfigResolver:
 
     def __init__(
         self, cli: RuleSelection, config_file: Optional[Path] = None,
-        extend_include: Sequence[str] = (),
+        extend_include: Sequence[str] = (), cli_fixable: Optional[RuleSelection] = None,
     ) -> None:  # fmt: skip
         self._cli = cli
+        self._cli_fixable = cli_fixable or RuleSelection()
         self._extend_include = tuple(extend_include)
         self._cli.apply(DEFAULT_CODES)  # validates the flags up front
+        self._cli_fixable.apply(DEFAULT_CODES)
         self._fixed = load_config_file(config_file, require_table=True) if config_file else None
         self._by_folder: dict[Path, Settings] = {}
 
@@ -248,15 +291,17 @@ class ConfigResolver:
         if cached is None:
             project = self._fixed or self._nearest(folder) or ProjectConfig(Path.cwd())
             cached = self._by_folder[folder] = self._settings(project)
+            log.debug("%s: settings from %s", folder, project.source or "the defaults")
         return cached
 
     def _nearest(self, folder: Path) -> Optional[ProjectConfig]:
         for candidate in (folder, *folder.parents):
-            pyproject = candidate / "pyproject.toml"
-            if pyproject.is_file():
-                config = load_config_file(pyproject, require_table=False)
-                if config is not None:
-                    return config
+            for name in CONFIG_FILE_NAMES:
+                path = candidate / name
+                if path.is_file():
+                    config = load_config_file(path, require_table=False)
+                    if config is not None:
+                        return config
         return None
 
     def _settings(self, project: ProjectConfig) -> Settings:
@@ -273,7 +318,17 @@ class ConfigResolver:
             *project.extend_include,
             *self._extend_include,
         )
-        return Settings(project.root, enabled, exclude, ignores, include)
+        fixable = self._cli_fixable.apply(
+            RuleSelection(project.fixable, (), project.unfixable, str(project.source)).apply(
+                frozenset(ALL_CODES)
+            )
+        )
+        respect = project.respect_gitignore
+        return Settings(
+            project.root, enabled, exclude, ignores, include, project.source,
+            True if respect is None else respect, fixable, project.output_format,
+            project.cache_dir,
+        )  # fmt: skip
 
 
 def split_selectors(values: Sequence[str]) -> tuple[str, ...]:

@@ -49,10 +49,13 @@ from devlint.notebook import (
 from devlint.positions import ranges_of
 from devlint.rules import ALL_RULES, RULES_BY_CODE, FlowRule, Rule
 from devlint.rules.discarded_device_move import DiscardedDeviceMove
+from devlint.rules.unused_noqa import UNUSED_NOQA_CODE, UnusedNoqa
 from devlint.suppression import Suppressions
 from devlint.traversal import Walker
 from devlint.trusted_parse import parse_module
 
+# Codes the engine reports itself rather than through a rule's visit hooks.
+_ENGINE_CODES = frozenset({PARSE_ERROR_CODE, UNUSED_NOQA_CODE})
 _Hook = Callable[[cst.CSTNode], None]
 _RuleHooks = dict[type, list[tuple[Rule, _Hook]]]
 _FlowHooks = dict[type, list[tuple[Rule, SyntaxHook]]]
@@ -69,11 +72,12 @@ def _node_type(name: str, flow: bool) -> Optional[type]:
 class RuleSet:
     """The enabled rules, built once per process and reused for every file."""
 
-    def __init__(self, codes: Iterable[str]) -> None:
+    def __init__(self, codes: Iterable[str], fixable: Optional[frozenset[str]] = None) -> None:
         selected = frozenset(codes)
         self.codes = selected
+        self.fixable = fixable  # None: every rule's fixes are offered
         self.rules: list[Rule] = [
-            cls() for cls in ALL_RULES if cls.code in selected and cls.code != PARSE_ERROR_CODE
+            cls() for cls in ALL_RULES if cls.code in selected and cls.code not in _ENGINE_CODES
         ]
         self._visit: _RuleHooks = {}
         self._leave: _RuleHooks = {}
@@ -292,7 +296,20 @@ def unreadable_result(path: str, problem: Unreadable, rules: RuleSet) -> FileRes
 
 def lint_source(path: str, data: bytes, rules: RuleSet) -> FileResult:
     """Lint one file's bytes with the enabled rules; never raises for bad input. A ``.ipynb``
-    path is read as a Jupyter notebook."""
+    path is read as a Jupyter notebook. Rules left out of ``rules.fixable`` offer no fix."""
+    result = _lint_any(path, data, rules)
+    if rules.fixable is not None:
+        result.findings = without_fixes(result.findings, rules.fixable)
+    return result
+
+
+def without_fixes(findings: list[Finding], fixable: frozenset[str]) -> list[Finding]:
+    """The findings with the fixes of rules not in ``fixable`` taken away (Ruff's `unfixable`):
+    never shown as fixable, never applied."""
+    return [f if f.fix is None or f.code in fixable else replace(f, fix=None) for f in findings]
+
+
+def _lint_any(path: str, data: bytes, rules: RuleSet) -> FileResult:
     if path.endswith(NOTEBOOK_SUFFIX):
         try:
             notebook = parse_notebook(data)
@@ -417,6 +434,14 @@ def _lint_text(
         located += _run_flow_rules(
             path, syntax_tree, facts, source, rules, flow_rules, result.errors, cite
         )
+    if UNUSED_NOQA_CODE in rules.codes and UnusedNoqa.may_fire(source):
+        # After every rule ran, before suppression: which directive silenced something. Not
+        # where the file did not parse or a rule crashed, since findings may be missing then.
+        parsed_whole = not any(finding.code == PARSE_ERROR_CODE for finding, _ in located)
+        if parsed_whole and not result.errors:
+            used = [(finding.code, rows) for finding, rows in located]
+            unused = UnusedNoqa.check(path, source, used, rules.codes)
+            located += [(finding, (finding.start.row,)) for finding in unused]
     if located:
         suppressions = Suppressions.scan(source)
         result.findings = sorted(

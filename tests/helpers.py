@@ -29,6 +29,15 @@ FINDING_LINE = re.compile(
 )
 
 
+# The closing line of a text report that counts what `--fix` (or `--unsafe-fixes`) would fix.
+FIX_HINT = re.compile(r"^(\[\*\] \d+ fixable with the `--fix` option|No fixes available \()")
+
+
+def without_fix_hint(stdout: str) -> list[str]:
+    """The report's lines less Ruff's closing fix hint."""
+    return [line for line in stdout.splitlines() if not FIX_HINT.match(line)]
+
+
 def run_cli(
     *args: str, cwd: Path, stdin: str | bytes | None = None, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from devlint.diagnostics import PARSE_ERROR_CODE
 from devlint.engine import RuleSet, lint_source
 from devlint.rules import ALL_RULES
-from tests.helpers import findings_of, run_cli
+from tests.helpers import findings_of, run_cli, without_fix_hint
 
 RULES = RuleSet({rule.code for rule in ALL_RULES} | {PARSE_ERROR_CODE})
 BUG = "import torch\nmodel.cuda()\n"
@@ -90,7 +90,7 @@ def test_filesystem_oddities_each_report_and_the_run_goes_on(tmp_path: Path) -> 
     (tmp_path / "folder.py" / "inner.py").write_text(BUG, encoding="utf-8")
     result = run_cli("--no-cache", ".", cwd=tmp_path)
     assert result.returncode == 1 and "Traceback" not in result.stderr
-    lines = result.stdout.splitlines()
+    lines = without_fix_hint(result.stdout)
     assert [line.split(": ", 1)[0] for line in lines[:-1]] == [
         "dangling.py:1:1",
         "folder.py/inner.py:2:1",

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from devlint.rules import ALL_RULES, RULES_BY_CODE
-from tests.helpers import FIXTURES, codes_of, findings_of, run_cli, write
+from tests.helpers import FIXTURES, codes_of, findings_of, run_cli, without_fix_hint, write
 
 # What a reader of each tutorial should see: (line, column, code, a fragment naming the construct).
 RENAMED = "`torch.cuda.{}` is deprecated: renamed `torch.cuda.{}`"
@@ -98,7 +98,7 @@ def test_the_fixtures_are_exactly_the_expected_ones() -> None:
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_each_fixture_reports_what_its_reader_should_see(work: Path, name: str) -> None:
     result = run_cli(f"fixtures/{name}", cwd=work)
-    lines = result.stdout.splitlines()
+    lines = without_fix_hint(result.stdout)
     expected = EXPECTED[name]
     assert len(lines) == len(expected) + 1, result.stdout
     for line, (row, col, code, fragment) in zip(lines, expected):
@@ -134,7 +134,7 @@ def test_the_suppressed_fixture_has_findings_under_its_noqa_comments(work: Path)
 def test_whole_folder(work: Path) -> None:
     result = run_cli("fixtures", cwd=work)
     assert findings_of(result.stdout) == ALL_FINDINGS
-    assert result.stdout.splitlines()[-1] == SUMMARY
+    assert without_fix_hint(result.stdout)[-1] == SUMMARY
     assert result.returncode == 1
 
 
@@ -159,17 +159,27 @@ def test_quiet_prints_findings_only(work: Path) -> None:
     assert (clean.stdout, clean.returncode) == ("", 0)
 
 
-def test_statistics(work: Path) -> None:
-    result = run_cli("--statistics", "fixtures", cwd=work)
-    lines = result.stdout.splitlines()
-    counts = Counter(code for *_, code in ALL_FINDINGS)
+def test_statistics_prints_only_the_counts_with_ruffs_fixable_marker(work: Path) -> None:
+    findings = json.loads(run_cli("--output-format", "json", "fixtures", cwd=work).stdout)
+    counts = Counter(finding["code"] for finding in findings)
+    safe = {f["code"] for f in findings if f["fix"] and f["fix"]["applicability"] == "safe"}
     rows = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
     width = len(str(rows[0][1]))
-    assert lines[len(ALL_FINDINGS) :] == [
-        *(f"{count:>{width}}\t{code}\t{RULES_BY_CODE[code].name}" for code, count in rows),
-        SUMMARY,
+    result = run_cli("--statistics", "fixtures", cwd=work)
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == [
+        f"{count:>{width}}\t{code}\t{'[*]' if code in safe else '[ ]'} {RULES_BY_CODE[code].name}"
+        for code, count in rows
     ]
-    assert lines[len(ALL_FINDINGS)] == "4\tDEV001\tunguarded-cuda"
+    assert result.stdout.splitlines()[0] == "4\tDEV001\t[*] unguarded-cuda"
+    # With --unsafe-fixes the unsafe fixes count as fixable too.
+    unsafe = run_cli("--statistics", "--unsafe-fixes", "fixtures", cwd=work).stdout
+    assert "2\tDEV008\t[*] load-without-map-location" in unsafe.splitlines()
+    as_json = json.loads(run_cli("--statistics", "--format", "json", "fixtures", cwd=work).stdout)
+    assert as_json == [
+        {"code": code, "name": RULES_BY_CODE[code].name, "count": count, "fixable": code in safe}
+        for code, count in rows
+    ]
 
 
 @pytest.mark.parametrize(
@@ -177,7 +187,7 @@ def test_statistics(work: Path) -> None:
     [
         ((), FIXTURE_CODES),
         (("--select", "DEV001"), {"DEV000", "DEV001"}),  # a parse error is never passed silently
-        (("--select", "dev002", "--extend-select", "DEV008"), {"DEV000", "DEV002", "DEV008"}),
+        (("--select", "DEV002", "--extend-select", "DEV008"), {"DEV000", "DEV002", "DEV008"}),
         (("--select", "DEV002", "--select", "DEV003"), {"DEV000", "DEV002", "DEV003"}),
         (("--select", "DEV002,DEV003"), {"DEV000", "DEV002", "DEV003"}),
         (
@@ -201,7 +211,9 @@ def test_rule_selection_flags(work: Path, flags: tuple[str, ...], codes: set[str
     [
         (("--select", "DEV999", "fixtures"), "'DEV999'"),
         (("--ignore", "XYZ", "fixtures"), "'XYZ'"),
-        (("--extend-select", "DEV1", "fixtures"), "'DEV1'"),
+        (("--extend-select", "DEV5", "fixtures"), "'DEV5'"),
+        # Codes are case-sensitive, as in Ruff: one line naming the code, exit 2.
+        (("--select", "dev001", "fixtures"), "'dev001' in the command line (rule codes are upper"),
         (("fixtures/no_such_file.py",), "fixtures/no_such_file.py"),
         (("--config", "missing.toml", "fixtures"), "missing.toml"),
     ],
@@ -287,7 +299,7 @@ def test_stdin_with_stdin_filename(work: Path) -> None:
         ("src/chapter.py", 7, 5, "DEV001"), ("src/chapter.py", 9, 5, "DEV006"),
         ("src/chapter.py", 22, 1, "DEV001"),
     ]  # fmt: skip
-    assert result.stdout.splitlines()[-1] == "Found 3 problems in 1 file (1 file checked)."
+    assert without_fix_hint(result.stdout)[-1] == "Found 3 problems in 1 file (1 file checked)."
     assert result.returncode == 1
     anonymous = run_cli("-", cwd=work, stdin=source)
     assert findings_of(anonymous.stdout)[0] == ("-", 7, 5, "DEV001")
@@ -369,7 +381,7 @@ def test_overlapping_paths_lint_each_file_once(work: Path) -> None:
     # BUG (devlint/discovery.py iter_python_files): overlapping paths lint a file once per mention.
     result = run_cli("fixtures/gpu_chapter.py", "fixtures", cwd=work)
     assert findings_of(result.stdout) == ALL_FINDINGS
-    assert result.stdout.splitlines()[-1] == SUMMARY
+    assert without_fix_hint(result.stdout)[-1] == SUMMARY
 
 
 def test_message_quotes_the_call_without_its_parentheses(tmp_path: Path) -> None:

@@ -36,7 +36,7 @@ def files_of(stdout: str) -> set[str]:
         ("", {"DEV001", "DEV002", "DEV008"}),
         ('select = ["DEV001"]', {"DEV001"}),
         ('ignore = ["DEV002"]', {"DEV001", "DEV008"}),
-        ('select = ["DEV002"]\nextend-select = ["dev008"]', {"DEV002", "DEV008"}),
+        ('select = ["DEV002"]\nextend-select = ["DEV008"]', {"DEV002", "DEV008"}),
         ('select = ["ALL"]\nignore = ["DEV00"]', set()),
         ('extend-select = ["DEV00"]\nignore = ["DEV001", "DEV008"]', {"DEV002"}),
     ],
@@ -131,6 +131,10 @@ def test_config_of_the_current_folder_does_not_leak_into_dot_dot_paths(tmp_path:
     [
         ('selct = ["DEV001"]', "unknown key `selct`"),
         ('select = ["DEV999"]', "'DEV999'"),
+        ('extend-select = ["dev008"]', "unknown rule code or prefix 'dev008'"),
+        ('unfixable = ["dev001"]', "'dev001'"),
+        ("respect-gitignore = 1", "`respect-gitignore`"),
+        ('output-format = "xml"', "`output-format`"),
         ('extend-select = ["FOO1"]', "'FOO1'"),
         ('[tool.devlint.per-file-ignores]\n"tests/*" = ["DEV42"]', "'DEV42'"),
         ('exclude = "build"', "`exclude`"),
@@ -143,6 +147,7 @@ def test_config_errors_exit_2_naming_the_problem(project: Path, table: str, name
     result = run_cli("a.py", cwd=project)
     assert (result.returncode, result.stdout) == (2, "")
     assert named in result.stderr and str(project / "pyproject.toml") in result.stderr
+    assert len(result.stderr.splitlines()) == 1, result.stderr
 
 
 def test_an_error_in_a_nested_config_stops_the_run(project: Path) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from devlint.notebook import parse_notebook
 
-from .helpers import FIXTURES, run_cli, write
+from .helpers import FIXTURES, run_cli, without_fix_hint, write
 
 FIXTURE = "gpu_tutorial.ipynb"
 EXPECTED_TEXT = [
@@ -45,7 +45,7 @@ def _notebook(*cells: object, nbformat: int = 4) -> str:
 
 def test_findings_in_three_cells_name_cell_row_and_column(work: Path) -> None:
     result = run_cli("nb", "--no-cache", cwd=work)
-    lines = result.stdout.splitlines()
+    lines = without_fix_hint(result.stdout)
     assert len(lines) == 4, result.stdout
     for line, expected in zip(lines, EXPECTED_TEXT):
         assert line.startswith(expected), line
@@ -182,7 +182,7 @@ def test_a_bad_notebook_is_one_dev000_and_never_written(
 def test_noqa_works_per_line_in_a_cell(work: Path) -> None:
     result = run_cli("nb", "--select", "DEV008", "--no-cache", cwd=work)
     # Cell 7's second line loads without map_location too, under a noqa comment for DEV008.
-    assert [line.split(" DEV")[0] for line in result.stdout.splitlines()[:-1]] == [
+    assert [line.split(" DEV")[0] for line in without_fix_hint(result.stdout)[:-1]] == [
         "nb/gpu_tutorial.ipynb:cell 7:1:14:"
     ]
 
@@ -231,7 +231,7 @@ def test_a_baseline_records_notebook_findings(work: Path) -> None:
     document["cells"][4]["source"] = ["extra = torch.ones(1).cuda()\n"]  # cell 5, was `?` help
     path.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
     result = run_cli("nb", "--baseline", "base.json", cwd=work)
-    assert [line.split(" DEV")[0] for line in result.stdout.splitlines()[:-1]] == [
+    assert [line.split(" DEV")[0] for line in without_fix_hint(result.stdout)[:-1]] == [
         "nb/gpu_tutorial.ipynb:cell 5:1:9:"
     ]
 
@@ -286,7 +286,7 @@ def test_a_cell_that_is_not_python_is_one_dev000_and_the_others_are_linted(
     cells = [["import torch\n"], ["print 'hello'\n"], ["w = torch.load('w.pt')\n"]]
     write(tmp_path, {"old.ipynb": _notebook(*cells)})
     result = run_cli("old.ipynb", "--no-cache", cwd=tmp_path)
-    assert [line.split(": ")[0] for line in result.stdout.splitlines()[:-1]] == [
+    assert [line.split(": ")[0] for line in without_fix_hint(result.stdout)[:-1]] == [
         "old.ipynb:cell 2:1:1",
         "old.ipynb:cell 3:1:5",
     ]

@@ -139,3 +139,36 @@ def test_the_schema_rejects_zero_based_lines(schema: dict[str, Any]) -> None:
     log = sarif_log(RunSummary(findings=[finding]))
     with pytest.raises(AssertionError, match="startLine"):
         _validate(log, schema)
+
+
+def test_locations_resolve_whatever_folder_devlint_ran_from(
+    tmp_path: Path, schema: dict[str, Any]
+) -> None:
+    write(tmp_path, {"pyproject.toml": "[tool.devlint]\n", "src/a.py": "x.cuda()\n"})
+    log = json.loads(run_cli("--format", "sarif", "src", cwd=tmp_path).stdout)
+    _validate(log, schema)
+    [run] = log["runs"]
+    base = run["originalUriBaseIds"]["%SRCROOT%"]["uri"]
+    assert base == tmp_path.as_uri() + "/"
+    location = run["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
+    assert location == {"uri": "src/a.py", "uriBaseId": "%SRCROOT%"}
+    fix_location = run["results"][0]["fixes"][0]["artifactChanges"][0]["artifactLocation"]
+    assert fix_location == location
+    # From another folder the same file is an absolute file:// URI, which needs no base.
+    elsewhere = json.loads(run_cli("--format", "sarif", str(tmp_path / "src"), cwd=FIXTURES).stdout)
+    outside = elsewhere["runs"][0]["results"][0]["locations"][0]["physicalLocation"]
+    assert outside["artifactLocation"] == {"uri": (tmp_path / "src/a.py").as_uri()}
+
+
+def test_every_rule_has_a_help_uri_that_the_json_url_shares(tmp_path: Path) -> None:
+    from devlint.report import DOCS_URL, rule_url
+
+    log = sarif_log(RunSummary())
+    for rule in log["runs"][0]["tool"]["driver"]["rules"]:
+        assert rule["helpUri"] == f"{DOCS_URL}#{rule['id'].lower()}"
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    for rule in ALL_RULES:  # each anchor exists in the README the URL points at
+        assert f'<a id="{rule.code.lower()}"></a>' in readme, rule.code
+    write(tmp_path, {"pyproject.toml": "[tool.devlint]\n", "a.py": "x.cuda()\n"})
+    [finding] = json.loads(run_cli("--format", "json", "a.py", cwd=tmp_path).stdout)
+    assert finding["url"] == rule_url("DEV001", "unguarded-cuda")

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, TextIO
 
-from devlint.diagnostics import Finding, InternalError, Position
+from devlint.diagnostics import Applicability, Finding, InternalError, Position
 from devlint.notebook import Notebook, NotebookError, json_row, parse_notebook
 
 
@@ -19,6 +19,9 @@ class RunSummary:
     errors: list[InternalError] = field(default_factory=list)
     files_checked: int = 0
     fixed: int = 0  # findings fixed by --fix
+    baseline_hidden: int = 0  # findings a --baseline recorded, so not reported
+    # --show-fixes: per file, per (code, name), how many findings --fix fixed.
+    fixed_by_file: dict[str, dict[tuple[str, str], int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -26,6 +29,37 @@ class ReportOptions:
     color: bool = False
     quiet: bool = False
     statistics: bool = False
+    # None: unsafe fixes are neither applied nor refused, so the summary hints at them (Ruff's
+    # "hint"); True: --unsafe-fixes; False: shown as fixable only when safe, no hint.
+    unsafe_fixes: Optional[bool] = None
+    show_fixes: bool = False
+
+
+def applies(finding: Finding, unsafe_fixes: Optional[bool]) -> bool:
+    """Whether ``--fix`` (with the unsafe-fix choice given) would apply the finding's fix."""
+    if finding.fix is None or not finding.fix.edits:
+        return False
+    return bool(unsafe_fixes) or finding.fix.applicability is Applicability.SAFE
+
+
+def hidden_unsafe(finding: Finding, unsafe_fixes: Optional[bool]) -> bool:
+    """A fix that ``--unsafe-fixes`` would enable."""
+    fix = finding.fix
+    return (
+        unsafe_fixes is None
+        and fix is not None
+        and bool(fix.edits)
+        and fix.applicability is Applicability.UNSAFE
+    )
+
+
+# One place for the address of each rule's documentation (SARIF's helpUri, JSON's url): the
+# anchor of the rule in the README's Rules section on GitHub (an `id` per rule above the table).
+DOCS_URL = "https://github.com/devlint/devlint/blob/main/README.md"
+
+
+def rule_url(code: str, name: str) -> str:
+    return f"{DOCS_URL}#{code.lower()}"
 
 
 def display_path(path: str) -> str:

@@ -7,7 +7,7 @@ import os
 from typing import Any, Optional, TextIO
 
 from devlint.diagnostics import Finding, Fix, Position
-from devlint.report import ReportOptions, RunSummary, edit_position
+from devlint.report import ReportOptions, RunSummary, edit_position, rule_url
 
 
 def _position(position: Position) -> dict[str, int]:
@@ -45,7 +45,7 @@ def finding_to_json(finding: Finding) -> dict[str, Any]:
         "location": _position(finding.shown(finding.start)),
         "end_location": _position(finding.shown(finding.end)),
         "fix": None if finding.fix is None else fix_to_json(finding.fix, finding),
-        "url": None,  # no hosted docs yet: `devlint explain CODE` prints them
+        "url": rule_url(finding.code, finding.name),
         "noqa_row": finding.shown(Position(finding.noqa_row, 1)).row,
     }
 

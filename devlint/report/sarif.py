@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 from devlint import __version__
 from devlint.diagnostics import Finding, Fix, InternalError, Position
-from devlint.report import ReportOptions, RunSummary, display_path, file_row
+from devlint.report import ReportOptions, RunSummary, display_path, file_row, rule_url
 from devlint.rule_info import first_paragraph
 from devlint.rules import ALL_RULES, Rule
 
@@ -26,6 +26,11 @@ SCHEMA_URI = (
 _RULE_INDEX = {rule.code: index for index, rule in enumerate(ALL_RULES)}
 
 
+# Relative URIs are relative to this base, which the log defines as the folder devlint ran in
+# (``originalUriBaseIds``), so a reader elsewhere still finds the files.
+SRCROOT = "%SRCROOT%"
+
+
 def artifact_uri(path: str) -> str:
     """A relative URI for a file under the working folder (GitHub resolves it against the
     repository root), a ``file://`` URI otherwise."""
@@ -33,6 +38,16 @@ def artifact_uri(path: str) -> str:
     if os.path.isabs(shown):
         return Path(shown).as_uri()
     return quote(Path(shown).as_posix())
+
+
+def artifact_location(path: str) -> dict[str, str]:
+    """``uri``, with ``uriBaseId`` where the URI is relative to the working folder."""
+    uri = artifact_uri(path)
+    return {"uri": uri} if uri.startswith("file:") else {"uri": uri, "uriBaseId": SRCROOT}
+
+
+def _base_ids() -> dict[str, Any]:
+    return {SRCROOT: {"uri": Path(os.getcwd()).as_uri() + "/"}}
 
 
 def _region(start: Position, end: Position) -> dict[str, int]:
@@ -53,17 +68,18 @@ def _rule_descriptor(rule: type[Rule]) -> dict[str, Any]:
         "shortDescription": {"text": rule.summary},
         "fullDescription": {"text": first_paragraph(rule)},
         "help": {"text": documentation, "markdown": documentation},
+        "helpUri": rule_url(rule.code, rule.name),
         "defaultConfiguration": {"level": "error", "enabled": rule.default_enabled},
         "properties": {"tags": ["pytorch", "device"], "precision": "high"},
     }
 
 
-def _fix(fix: Fix, uri: str) -> dict[str, Any]:
+def _fix(fix: Fix, location: dict[str, str]) -> dict[str, Any]:
     return {
         "description": {"text": f"{fix.message} ({fix.applicability.value} fix)"},
         "artifactChanges": [
             {
-                "artifactLocation": {"uri": uri},
+                "artifactLocation": location,
                 "replacements": [
                     {
                         "deletedRegion": _region(edit.start, edit.end),
@@ -77,7 +93,7 @@ def _fix(fix: Fix, uri: str) -> dict[str, Any]:
 
 
 def _result(finding: Finding) -> dict[str, Any]:
-    uri = artifact_uri(finding.path)
+    location = artifact_location(finding.path)
     region = _region(finding.start, finding.end)
     message = finding.message
     if finding.cell is not None:
@@ -89,7 +105,7 @@ def _result(finding: Finding) -> dict[str, Any]:
         "ruleId": finding.code,
         "level": "error",
         "message": {"text": message},
-        "locations": [{"physicalLocation": {"artifactLocation": {"uri": uri}, "region": region}}],
+        "locations": [{"physicalLocation": {"artifactLocation": location, "region": region}}],
     }
     if finding.cell is not None:
         start = finding.shown(finding.start)
@@ -97,7 +113,7 @@ def _result(finding: Finding) -> dict[str, Any]:
     if finding.code in _RULE_INDEX:
         result["ruleIndex"] = _RULE_INDEX[finding.code]
     if finding.fix is not None and finding.fix.edits and finding.cell is None:
-        result["fixes"] = [_fix(finding.fix, uri)]
+        result["fixes"] = [_fix(finding.fix, location)]
     return result
 
 
@@ -105,9 +121,7 @@ def _notification(error: InternalError) -> dict[str, Any]:
     return {
         "level": "error",
         "message": {"text": error.detail},
-        "locations": [
-            {"physicalLocation": {"artifactLocation": {"uri": artifact_uri(error.path)}}}
-        ],
+        "locations": [{"physicalLocation": {"artifactLocation": artifact_location(error.path)}}],
     }
 
 
@@ -129,6 +143,7 @@ def sarif_log(run: RunSummary) -> dict[str, Any]:
                     }
                 },
                 "invocations": [invocation],
+                "originalUriBaseIds": _base_ids(),
                 # Columns count characters, as devlint's do everywhere.
                 "columnKind": "unicodeCodePoints",
                 "results": [_result(finding) for finding in run.findings],
