@@ -8,7 +8,7 @@ import pytest
 
 from devlint.documents import extract
 
-from .helpers import findings_of, run_cli, write
+from .helpers import findings_of, run_cli, without_fix_hint, write
 
 MARKDOWN = """\
 # Tutorial
@@ -141,7 +141,7 @@ def test_a_notebook_exported_to_markdown_has_its_ipython_lines_masked(tmp_path: 
     write(tmp_path, {"exported.md": page})
     result = run_cli("exported.md", "--no-cache", cwd=tmp_path)
     # `%%writefile` writes a file rather than running its cell: hidden, as in a notebook.
-    assert [line.split(" `")[0] for line in result.stdout.splitlines()[:-1]] == [
+    assert [line.split(" `")[0] for line in without_fix_hint(result.stdout)[:-1]] == [
         "exported.md:8:5: DEV008"
     ], result.stdout
     fixed = run_cli("exported.md", "--fix", "--unsafe-fixes", "--no-cache", cwd=tmp_path)

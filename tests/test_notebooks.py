@@ -377,7 +377,7 @@ def test_a_cells_last_expression_is_shown_not_thrown_away(tmp_path: Path) -> Non
     ]
     write(tmp_path, {"shown.ipynb": _notebook(*cells)})
     result = run_cli("shown.ipynb", "--select", "DEV004", "--no-cache", cwd=tmp_path)
-    assert [line.split(" DEV")[0] for line in result.stdout.splitlines()[:-1]] == [
+    assert [line.split(" DEV")[0] for line in without_fix_hint(result.stdout)[:-1]] == [
         "shown.ipynb:cell 2:1:1:",
         "shown.ipynb:cell 3:1:1:",
     ]
@@ -391,7 +391,7 @@ def test_pasted_prompts_are_cut_as_ipython_cuts_them(tmp_path: Path) -> None:
     ]
     write(tmp_path, {"pasted.ipynb": _notebook(*cells)})
     result = run_cli("pasted.ipynb", "--no-cache", cwd=tmp_path)
-    assert [line.split(" `")[0] for line in result.stdout.splitlines()[:-1]] == [
+    assert [line.split(" `")[0] for line in without_fix_hint(result.stdout)[:-1]] == [
         "pasted.ipynb:cell 1:3:13: DEV008",
         "pasted.ipynb:cell 2:2:9: DEV001",
         "pasted.ipynb:cell 3:3:1: DEV000 syntax error: invalid syntax",
