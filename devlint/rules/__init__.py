@@ -14,6 +14,7 @@ from devlint.rules.optimizer_device_move import OptimizerDeviceMove
 from devlint.rules.parse_error import ParseError
 from devlint.rules.tensor_attribute_not_buffer import TensorAttributeNotBuffer
 from devlint.rules.unguarded_cuda import UnguardedCuda
+from devlint.rules.unguarded_cuda_runtime_call import UnguardedCudaRuntimeCall
 
 ALL_RULES: tuple[type[Rule], ...] = (
     ParseError,
@@ -27,6 +28,7 @@ ALL_RULES: tuple[type[Rule], ...] = (
     LoadWithoutMapLocation,
     TensorAttributeNotBuffer,
     HardcodedDeviceOrdinal,
+    UnguardedCudaRuntimeCall,
 )
 RULES_BY_CODE: dict[str, type[Rule]] = {rule.code: rule for rule in ALL_RULES}
 

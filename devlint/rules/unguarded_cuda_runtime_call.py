@@ -1,0 +1,181 @@
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from devlint.analysis.cuda_runtime import raising_calls
+from devlint.context import FileContext, NodeEdit, RawFix
+from devlint.diagnostics import Applicability
+from devlint.rules.base import Invalid, Rule
+
+# `.cuda()` is DEV001's; the table's other raising tensor methods are this rule's.
+_DEV001_METHODS = frozenset({"cuda"})
+
+
+class UnguardedCudaRuntimeCall(Rule):
+    """
+    ## What it does
+    Flags a `torch.cuda` runtime call that raises on a machine without CUDA,
+    with no availability check around it: `torch.cuda.synchronize()`,
+    `current_device()`, `get_device_name()`, `set_device(0)`,
+    `Event(enable_timing=True)`, `reset_peak_memory_stats()`... and the tensor
+    method `pin_memory()`. The calls that stay harmless without CUDA
+    (`manual_seed_all`, `empty_cache`, `memory_allocated`, `device_count`,
+    `is_available`) are never flagged.
+
+    Which calls raise is not a hand list: `devlint/data/cuda_raising.json` records
+    what every public `torch.cuda` callable does when called on the CPU-only
+    torch (`python -m devlint.data.generate_cuda_raising`, torch version
+    recorded in the table). The guards are DEV001's. A `pin_memory()` under a
+    condition that names pinning (`if args.pin_memory:`), or in a function named
+    for it, is the user's choice and not flagged.
+
+    This is a rule of its own rather than part of DEV001 (unguarded-cuda): DEV001
+    reports a *placement* on CUDA and fixes it by choosing a device; these calls
+    place nothing, and their fix is a guard.
+
+    ## Why is this bad?
+    Code whose device falls back to the CPU still dies on a CPU-only machine at
+    the first such call, with "Torch not compiled with CUDA enabled" or
+    "Cannot access accelerator device when none is available".
+
+    ## Example
+    ```python
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    torch.cuda.reset_peak_memory_stats()
+    ```
+
+    ## Use instead
+    ```python
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if torch.cuda.is_available():
+        torch.cuda.reset_peak_memory_stats()
+    ```
+
+    ## Fix safety
+    A call that is a statement of its own, its result unused, is put under
+    `if torch.cuda.is_available():`: a **safe** fix, which changes nothing where
+    CUDA is there and skips a call that would raise where it is not. A call whose
+    result is used (`name = torch.cuda.get_device_name()`) is left to the author.
+    """
+
+    code = "DEV014"
+    name = "unguarded-cuda-runtime-call"
+    summary = "torch.cuda call that raises without CUDA, unguarded"
+    fixable = True
+    trigger_tokens = ("cuda", "pin_memory")
+
+    VALID = (
+        "import torch\ntorch.cuda.manual_seed_all(0)\ntorch.cuda.empty_cache()",
+        "import torch\nprint(torch.cuda.memory_allocated(), torch.cuda.device_count())",
+        "import torch\nif torch.cuda.is_available():\n    torch.cuda.synchronize()",
+        "import torch\nname = torch.cuda.get_device_name() if torch.cuda.is_available() else 'cpu'",
+        "import torch\ndef f():\n    if not torch.cuda.is_available():\n        return\n"
+        "    torch.cuda.set_device(0)",
+        "import torch\nif device.type == 'cuda':\n    torch.cuda.synchronize()",
+        "import torch\ndef sync_gpu():\n    torch.cuda.synchronize()",
+        "import torch\nif args.pin_memory:\n    x = x.pin_memory()",
+        "def pin_memory(self):\n    self.inp = self.inp.pin_memory()\n    return self",
+        "import mylib\nmylib.cuda.synchronize()",
+        "import torch\nx = torch.cuda.FloatTensor",
+        "import torch\ns = 'torch.cuda.synchronize()'",
+    )
+    INVALID = (
+        Invalid(
+            "import torch\ntorch.cuda.synchronize()",
+            2,
+            1,
+            "`torch.cuda.synchronize()` raises without CUDA",
+            fixed="import torch\nif torch.cuda.is_available():\n    torch.cuda.synchronize()",
+        ),
+        Invalid(
+            "import torch as t\ndef step(x):\n    t.cuda.reset_peak_memory_stats()  # stats\n"
+            "    return x",
+            3,
+            5,
+            fixed="import torch as t\ndef step(x):\n    if t.cuda.is_available():\n"
+            "        t.cuda.reset_peak_memory_stats()  # stats\n    return x",
+        ),
+        Invalid("import torch\nname = torch.cuda.get_device_name(0)", 2, 8, "get_device_name"),
+        Invalid("import torch\nstart = torch.cuda.Event(enable_timing=True)", 2, 9, "Event"),
+        Invalid("from torch import cuda\ncuda.set_device(0)", 2, 1, "set_device"),
+        Invalid("import torch\nprint(torch.cuda.current_device())", 2, 7),
+        Invalid("batch = batch.pin_memory()", 1, 9, "`batch.pin_memory()`"),
+        Invalid("import torch\nwith torch.cuda.device(0):\n    pass", 2, 6),
+    )
+
+    def begin_file(self, context: FileContext) -> None:
+        super().begin_file(context)
+        self._table = raising_calls()
+        self._indents: list[str] = []
+        self._pinning_choices = 0  # conditions and functions that are about pinning
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        indent = node.indent if node.indent is not None else self.context.module.default_indent
+        self._indents.append(indent)
+
+    def leave_IndentedBlock(self, original_node: cst.IndentedBlock) -> None:
+        self._indents.pop()
+
+    def visit_If(self, node: cst.If) -> None:
+        self._pinning_choices += self._names_pinning(node.test)
+
+    def leave_If(self, original_node: cst.If) -> None:
+        self._pinning_choices -= self._names_pinning(original_node.test)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._pinning_choices += "pin" in node.name.value.lower()
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._pinning_choices -= "pin" in original_node.name.value.lower()
+
+    def _names_pinning(self, test: cst.BaseExpression) -> bool:
+        return "pin" in self.context.module.code_for_node(test).lower()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.context.guards.guarded:
+            return
+        func = node.func
+        qualified = self.context.names.qualified_name(func)
+        if qualified is not None and qualified in self._table.functions:
+            shown = qualified.rsplit(".", 1)[-1]
+            self.report(
+                node,
+                f"`torch.cuda.{shown}()` raises without CUDA "
+                f'("{self._table.functions[qualified]}" on torch {self._table.torch_version}) '
+                "and no availability check guards it",
+                fix=self._guard_fix(node),
+            )
+            return
+        if (
+            qualified is None
+            and isinstance(func, cst.Attribute)
+            and func.attr.value in self._table.tensor_methods
+            and func.attr.value not in _DEV001_METHODS
+            and not self._pinning_choices
+        ):
+            self.report(
+                node,
+                f"`{self.context.source_of(node)}` raises without an accelerator "
+                f'("{self._table.tensor_methods[func.attr.value]}") '
+                "and no availability check guards it",
+            )
+
+    def _guard_fix(self, node: cst.Call) -> Optional[RawFix]:
+        """A statement of its own goes under `if torch.cuda.is_available():`."""
+        statement = self.context.current_statement()
+        torch = self.context.names.local_name_for("torch")
+        if torch is None or not isinstance(statement, cst.SimpleStatementLine):
+            return None
+        body = statement.body
+        if len(body) != 1 or not isinstance(body[0], cst.Expr) or body[0].value is not node:
+            return None
+        indent = "".join(self._indents) + self.context.module.default_indent
+        code = self.context.module.code_for_node(node)
+        guarded = f"if {torch}.cuda.is_available():\n{indent}{code}"
+        return RawFix(
+            Applicability.SAFE,
+            "Call it only where CUDA is available",
+            (NodeEdit.replace(node, guarded),),
+        )
