@@ -1,4 +1,4 @@
-"""The table of raising `torch.cuda` calls is torch's own word, and the linter never imports torch."""
+"""The table of raising `torch.cuda` calls is torch's own word; the linter never imports torch."""
 
 from __future__ import annotations
 
