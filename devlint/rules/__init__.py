@@ -7,6 +7,7 @@ from devlint.rules.cross_device_op import CrossDeviceOp
 from devlint.rules.deprecated_cuda_api import DeprecatedCudaApi
 from devlint.rules.discarded_device_move import DiscardedDeviceMove
 from devlint.rules.hardcoded_device_ordinal import HardcodedDeviceOrdinal
+from devlint.rules.integer_device import IntegerDevice
 from devlint.rules.load_without_map_location import LoadWithoutMapLocation
 from devlint.rules.missing_device_move import MissingDeviceMove
 from devlint.rules.numpy_on_device_tensor import NumpyOnDeviceTensor
@@ -28,6 +29,7 @@ ALL_RULES: tuple[type[Rule], ...] = (
     LoadWithoutMapLocation,
     TensorAttributeNotBuffer,
     HardcodedDeviceOrdinal,
+    IntegerDevice,
     UnguardedCudaRuntimeCall,
 )
 RULES_BY_CODE: dict[str, type[Rule]] = {rule.code: rule for rule in ALL_RULES}

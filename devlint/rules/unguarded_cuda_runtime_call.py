@@ -5,6 +5,7 @@ from typing import Optional
 import libcst as cst
 
 from devlint.analysis.cuda_runtime import raising_calls
+from devlint.analysis.statements import IndentTracker, own_statement
 from devlint.context import FileContext, NodeEdit, RawFix
 from devlint.diagnostics import Applicability
 from devlint.rules.base import Invalid, Rule
@@ -108,15 +109,14 @@ class UnguardedCudaRuntimeCall(Rule):
     def begin_file(self, context: FileContext) -> None:
         super().begin_file(context)
         self._table = raising_calls()
-        self._indents: list[str] = []
+        self._indents = IndentTracker(context.module)
         self._pinning_choices = 0  # conditions and functions that are about pinning
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        indent = node.indent if node.indent is not None else self.context.module.default_indent
-        self._indents.append(indent)
+        self._indents.enter(node)
 
     def leave_IndentedBlock(self, original_node: cst.IndentedBlock) -> None:
-        self._indents.pop()
+        self._indents.leave()
 
     def visit_If(self, node: cst.If) -> None:
         self._pinning_choices += self._names_pinning(node.test)
@@ -164,14 +164,10 @@ class UnguardedCudaRuntimeCall(Rule):
 
     def _guard_fix(self, node: cst.Call) -> Optional[RawFix]:
         """A statement of its own goes under `if torch.cuda.is_available():`."""
-        statement = self.context.current_statement()
         torch = self.context.names.local_name_for("torch")
-        if torch is None or not isinstance(statement, cst.SimpleStatementLine):
+        if torch is None or not own_statement(self.context.current_statement(), node):
             return None
-        body = statement.body
-        if len(body) != 1 or not isinstance(body[0], cst.Expr) or body[0].value is not node:
-            return None
-        indent = "".join(self._indents) + self.context.module.default_indent
+        indent = self._indents.nested
         code = self.context.module.code_for_node(node)
         guarded = f"if {torch}.cuda.is_available():\n{indent}{code}"
         return RawFix(
