@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Optional
 
 import libcst as cst
 
@@ -32,7 +31,7 @@ class IndentTracker:
         return self.current + self._module.default_indent
 
 
-def own_statement(statement: Optional[cst.CSTNode], call: cst.Call) -> bool:
+def own_statement(statement: object, call: cst.Call) -> bool:
     """Whether ``call`` is the whole of a line of its own (``torch.cuda.synchronize()``): not a
     value that is used, not one of several statements on a line, not the body of ``if x: ...``."""
     if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
