@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from devlint.rules.base import FlowRule, Invalid, Rule
 from devlint.rules.cross_device_op import CrossDeviceOp
+from devlint.rules.default_tensor_type import DefaultTensorType
 from devlint.rules.deprecated_cuda_api import DeprecatedCudaApi
 from devlint.rules.discarded_device_move import DiscardedDeviceMove
 from devlint.rules.hardcoded_device_ordinal import HardcodedDeviceOrdinal
@@ -30,6 +31,7 @@ ALL_RULES: tuple[type[Rule], ...] = (
     TensorAttributeNotBuffer,
     HardcodedDeviceOrdinal,
     IntegerDevice,
+    DefaultTensorType,
     UnguardedCudaRuntimeCall,
 )
 RULES_BY_CODE: dict[str, type[Rule]] = {rule.code: rule for rule in ALL_RULES}
