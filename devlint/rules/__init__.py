@@ -15,6 +15,7 @@ from devlint.rules.numpy_on_device_tensor import NumpyOnDeviceTensor
 from devlint.rules.optimizer_device_move import OptimizerDeviceMove
 from devlint.rules.parse_error import ParseError
 from devlint.rules.tensor_attribute_not_buffer import TensorAttributeNotBuffer
+from devlint.rules.unchecked_current_accelerator import UncheckedCurrentAccelerator
 from devlint.rules.unguarded_cuda import UnguardedCuda
 from devlint.rules.unguarded_cuda_runtime_call import UnguardedCudaRuntimeCall
 
@@ -33,6 +34,7 @@ ALL_RULES: tuple[type[Rule], ...] = (
     IntegerDevice,
     DefaultTensorType,
     UnguardedCudaRuntimeCall,
+    UncheckedCurrentAccelerator,
 )
 RULES_BY_CODE: dict[str, type[Rule]] = {rule.code: rule for rule in ALL_RULES}
 
