@@ -7,6 +7,7 @@ from devlint.rules.cross_device_op import CrossDeviceOp
 from devlint.rules.default_tensor_type import DefaultTensorType
 from devlint.rules.deprecated_cuda_api import DeprecatedCudaApi
 from devlint.rules.discarded_device_move import DiscardedDeviceMove
+from devlint.rules.float64_on_mps import Float64OnMps
 from devlint.rules.hardcoded_device_ordinal import HardcodedDeviceOrdinal
 from devlint.rules.integer_device import IntegerDevice
 from devlint.rules.load_without_map_location import LoadWithoutMapLocation
@@ -35,6 +36,7 @@ ALL_RULES: tuple[type[Rule], ...] = (
     DefaultTensorType,
     UnguardedCudaRuntimeCall,
     UncheckedCurrentAccelerator,
+    Float64OnMps,
 )
 RULES_BY_CODE: dict[str, type[Rule]] = {rule.code: rule for rule in ALL_RULES}
 
