@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 import libcst as cst
@@ -12,6 +13,10 @@ from devlint.rules.base import Invalid, Rule
 
 # `.cuda()` is DEV001's; the table's other raising tensor methods are this rule's.
 _DEV001_METHODS = frozenset({"cuda"})
+# A file that falls back to the CPU: it checks availability and names the CPU somewhere.
+_CHECKS_AVAILABILITY = re.compile(r"\b(is_available|device_count)\s*\(")
+_NAMES_CPU = re.compile(r"""["']cpu["']""")
+_FALLBACK = "import torch\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
 
 
 class UnguardedCudaRuntimeCall(Rule):
@@ -31,6 +36,12 @@ class UnguardedCudaRuntimeCall(Rule):
     recorded in the table). The guards are DEV001's. A `pin_memory()` under a
     condition that names pinning (`if args.pin_memory:`), or in a function named
     for it, is the user's choice and not flagged.
+
+    Only code meant to run without CUDA is checked: a file that checks
+    availability (`is_available()`, `device_count()`) and names the CPU
+    (`"cpu"`), that is, whose device falls back to the CPU. A file written for
+    CUDA alone (a CUDA benchmark, a library's CUDA backend) is left alone: its
+    `.cuda()` calls are DEV001's.
 
     This is a rule of its own rather than part of DEV001 (unguarded-cuda): DEV001
     reports a *placement* on CUDA and fixes it by choosing a device; these calls
@@ -68,42 +79,45 @@ class UnguardedCudaRuntimeCall(Rule):
     trigger_tokens = ("cuda", "pin_memory")
 
     VALID = (
-        "import torch\ntorch.cuda.manual_seed_all(0)\ntorch.cuda.empty_cache()",
-        "import torch\nprint(torch.cuda.memory_allocated(), torch.cuda.device_count())",
-        "import torch\nif torch.cuda.is_available():\n    torch.cuda.synchronize()",
-        "import torch\nname = torch.cuda.get_device_name() if torch.cuda.is_available() else 'cpu'",
-        "import torch\ndef f():\n    if not torch.cuda.is_available():\n        return\n"
+        _FALLBACK + "torch.cuda.manual_seed_all(0)\ntorch.cuda.empty_cache()",
+        _FALLBACK + "print(torch.cuda.memory_allocated(), torch.cuda.device_count())",
+        _FALLBACK + "if torch.cuda.is_available():\n    torch.cuda.synchronize()",
+        _FALLBACK + "name = torch.cuda.get_device_name() if torch.cuda.is_available() else 'cpu'",
+        _FALLBACK + "def f():\n    if not torch.cuda.is_available():\n        return\n"
         "    torch.cuda.set_device(0)",
-        "import torch\nif device.type == 'cuda':\n    torch.cuda.synchronize()",
-        "import torch\ndef sync_gpu():\n    torch.cuda.synchronize()",
-        "import torch\nif args.pin_memory:\n    x = x.pin_memory()",
-        "def pin_memory(self):\n    self.inp = self.inp.pin_memory()\n    return self",
-        "import mylib\nmylib.cuda.synchronize()",
-        "import torch\nx = torch.cuda.FloatTensor",
-        "import torch\ns = 'torch.cuda.synchronize()'",
+        _FALLBACK + "if device.type == 'cuda':\n    torch.cuda.synchronize()",
+        _FALLBACK + "def sync_gpu():\n    torch.cuda.synchronize()",
+        _FALLBACK + "if args.pin_memory:\n    x = x.pin_memory()",
+        _FALLBACK + "def pin_memory(self):\n    self.inp = self.inp.pin_memory()\n    return self",
+        _FALLBACK + "import mylib\nmylib.cuda.synchronize()",
+        _FALLBACK + "x = torch.cuda.FloatTensor",
+        _FALLBACK + "s = 'torch.cuda.synchronize()'",
+        "import torch\ntorch.cuda.synchronize()  # a file written for CUDA alone",
     )
     INVALID = (
         Invalid(
-            "import torch\ntorch.cuda.synchronize()",
-            2,
+            _FALLBACK + "torch.cuda.synchronize()",
+            3,
             1,
             "`torch.cuda.synchronize()` raises without CUDA",
-            fixed="import torch\nif torch.cuda.is_available():\n    torch.cuda.synchronize()",
+            fixed=_FALLBACK + "if torch.cuda.is_available():\n    torch.cuda.synchronize()",
         ),
         Invalid(
-            "import torch as t\ndef step(x):\n    t.cuda.reset_peak_memory_stats()  # stats\n"
-            "    return x",
+            "import torch as t\ndef step(x, device='cpu'):\n"
+            "    t.cuda.reset_peak_memory_stats()  # stats\n    return x.to(device)\n"
+            "step(x, 'cuda' if t.cuda.is_available() else 'cpu')",
             3,
             5,
-            fixed="import torch as t\ndef step(x):\n    if t.cuda.is_available():\n"
-            "        t.cuda.reset_peak_memory_stats()  # stats\n    return x",
+            fixed="import torch as t\ndef step(x, device='cpu'):\n    if t.cuda.is_available():\n"
+            "        t.cuda.reset_peak_memory_stats()  # stats\n    return x.to(device)\n"
+            "step(x, 'cuda' if t.cuda.is_available() else 'cpu')",
         ),
-        Invalid("import torch\nname = torch.cuda.get_device_name(0)", 2, 8, "get_device_name"),
-        Invalid("import torch\nstart = torch.cuda.Event(enable_timing=True)", 2, 9, "Event"),
-        Invalid("from torch import cuda\ncuda.set_device(0)", 2, 1, "set_device"),
-        Invalid("import torch\nprint(torch.cuda.current_device())", 2, 7),
-        Invalid("batch = batch.pin_memory()", 1, 9, "`batch.pin_memory()`"),
-        Invalid("import torch\nwith torch.cuda.device(0):\n    pass", 2, 6),
+        Invalid(_FALLBACK + "name = torch.cuda.get_device_name(0)", 3, 8, "get_device_name"),
+        Invalid(_FALLBACK + "start = torch.cuda.Event(enable_timing=True)", 3, 9, "Event"),
+        Invalid(_FALLBACK + "from torch import cuda\ncuda.set_device(0)", 4, 1, "set_device"),
+        Invalid(_FALLBACK + "print(torch.cuda.current_device())", 3, 7),
+        Invalid(_FALLBACK + "batch = batch.pin_memory()", 3, 9, "`batch.pin_memory()`"),
+        Invalid(_FALLBACK + "with torch.cuda.device(0):\n    pass", 3, 6),
     )
 
     def begin_file(self, context: FileContext) -> None:
@@ -111,6 +125,13 @@ class UnguardedCudaRuntimeCall(Rule):
         self._table = raising_calls()
         self._indents = IndentTracker(context.module)
         self._pinning_choices = 0  # conditions and functions that are about pinning
+        self._falls_back: Optional[bool] = None  # computed at the first candidate
+
+    def _file_falls_back_to_cpu(self) -> bool:
+        if self._falls_back is None:
+            code = self.context.module.code
+            self._falls_back = bool(_CHECKS_AVAILABILITY.search(code) and _NAMES_CPU.search(code))
+        return self._falls_back
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         self._indents.enter(node)
@@ -139,6 +160,8 @@ class UnguardedCudaRuntimeCall(Rule):
         func = node.func
         qualified = self.context.names.qualified_name(func)
         if qualified is not None and qualified in self._table.functions:
+            if not self._file_falls_back_to_cpu():
+                return
             shown = qualified.rsplit(".", 1)[-1]
             self.report(
                 node,
@@ -154,6 +177,7 @@ class UnguardedCudaRuntimeCall(Rule):
             and func.attr.value in self._table.tensor_methods
             and func.attr.value not in _DEV001_METHODS
             and not self._pinning_choices
+            and self._file_falls_back_to_cpu()
         ):
             self.report(
                 node,
