@@ -1,4 +1,4 @@
-"""Issue 20's hazards through the real command line, and fixed files that run on a CPU-only torch."""
+"""Issue 20's hazards through the real command line; fixed files run on a CPU-only torch."""
 
 from __future__ import annotations
 
