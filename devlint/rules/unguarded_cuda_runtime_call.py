@@ -16,6 +16,12 @@ _DEV001_METHODS = frozenset({"cuda"})
 # A file that falls back to the CPU: it checks availability and names the CPU somewhere.
 _CHECKS_AVAILABILITY = re.compile(r"\b(is_available|device_count)\s*\(")
 _NAMES_CPU = re.compile(r"""["']cpu["']""")
+
+
+def _fallback_in(code: str) -> bool:
+    return bool(_CHECKS_AVAILABILITY.search(code) and _NAMES_CPU.search(code))
+
+
 _FALLBACK = "import torch\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
 
 
@@ -37,11 +43,14 @@ class UnguardedCudaRuntimeCall(Rule):
     condition that names pinning (`if args.pin_memory:`), or in a function named
     for it, is the user's choice and not flagged.
 
-    Only code meant to run without CUDA is checked: a file that checks
-    availability (`is_available()`, `device_count()`) and names the CPU
-    (`"cpu"`), that is, whose device falls back to the CPU. A file written for
-    CUDA alone (a CUDA benchmark, a library's CUDA backend) is left alone: its
-    `.cuda()` calls are DEV001's.
+    Only code meant to run without CUDA is checked: code whose device falls back
+    to the CPU, that is, which checks availability (`is_available()`,
+    `device_count()`) and names the CPU (`"cpu"`), either in the function around
+    the call or in the file's top-level code (a script's
+    `device = "cuda" if torch.cuda.is_available() else "cpu"`). Code written for
+    CUDA alone (a CUDA benchmark, a library's CUDA backend, a helper of GPU-only
+    tests) is left alone: its `.cuda()` calls are DEV001's. A loop over
+    `range(torch.cuda.device_count())` runs nothing without CUDA and guards its body.
 
     This is a rule of its own rather than part of DEV001 (unguarded-cuda): DEV001
     reports a *placement* on CUDA and fixes it by choosing a device; these calls
@@ -93,6 +102,10 @@ class UnguardedCudaRuntimeCall(Rule):
         _FALLBACK + "x = torch.cuda.FloatTensor",
         _FALLBACK + "s = 'torch.cuda.synchronize()'",
         "import torch\ntorch.cuda.synchronize()  # a file written for CUDA alone",
+        "import torch\ndef pick():\n    return 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+        "def bench():\n    torch.cuda.synchronize()  # another function's fallback",
+        _FALLBACK + "for i in range(torch.cuda.device_count()):\n"
+        "    print(torch.cuda.get_device_name(i))",
     )
     INVALID = (
         Invalid(
@@ -118,6 +131,13 @@ class UnguardedCudaRuntimeCall(Rule):
         Invalid(_FALLBACK + "print(torch.cuda.current_device())", 3, 7),
         Invalid(_FALLBACK + "batch = batch.pin_memory()", 3, 9, "`batch.pin_memory()`"),
         Invalid(_FALLBACK + "with torch.cuda.device(0):\n    pass", 3, 6),
+        Invalid(
+            "import torch\ndef run(x):\n"
+            "    device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+            "    torch.cuda.synchronize()\n    return x.to(device)",
+            4,
+            5,
+        ),
     )
 
     def begin_file(self, context: FileContext) -> None:
@@ -125,13 +145,45 @@ class UnguardedCudaRuntimeCall(Rule):
         self._table = raising_calls()
         self._indents = IndentTracker(context.module)
         self._pinning_choices = 0  # conditions and functions that are about pinning
-        self._falls_back: Optional[bool] = None  # computed at the first candidate
+        # Whether the top-level code (key 0) or a function (its id) falls back to the CPU.
+        self._falls_back: dict[int, bool] = {}
+        self._device_count_loops = 0
 
-    def _file_falls_back_to_cpu(self) -> bool:
-        if self._falls_back is None:
-            code = self.context.module.code
-            self._falls_back = bool(_CHECKS_AVAILABILITY.search(code) and _NAMES_CPU.search(code))
-        return self._falls_back
+    def _falls_back_to_cpu(self) -> bool:
+        """Whether the function around the node, or the file's top-level code, falls back."""
+        if 0 not in self._falls_back:
+            top_level = [
+                statement
+                for statement in self.context.module.body
+                if not isinstance(statement, (cst.FunctionDef, cst.ClassDef))
+            ]
+            code = "".join(self.context.module.code_for_node(s) for s in top_level)
+            self._falls_back[0] = _fallback_in(code)
+        if self._falls_back[0]:
+            return True
+        function = self.context.scopes.current_function()
+        if function is None:
+            return False
+        if id(function) not in self._falls_back:
+            code = self.context.module.code_for_node(function)
+            self._falls_back[id(function)] = _fallback_in(code)
+        return self._falls_back[id(function)]
+
+    def visit_For(self, node: cst.For) -> None:
+        self._device_count_loops += self._over_device_count(node)
+
+    def leave_For(self, original_node: cst.For) -> None:
+        self._device_count_loops -= self._over_device_count(original_node)
+
+    def _over_device_count(self, node: cst.For) -> bool:
+        """`for i in range(torch.cuda.device_count()):` runs nothing without CUDA."""
+        iterable = node.iter
+        if not (isinstance(iterable, cst.Call) and iterable.args):
+            return False
+        counted = iterable.args[-1].value
+        return isinstance(counted, cst.Call) and self.context.names.qualified_name(
+            counted.func
+        ) in ("torch.cuda.device_count", "torch.accelerator.device_count")
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         self._indents.enter(node)
@@ -155,12 +207,12 @@ class UnguardedCudaRuntimeCall(Rule):
         return "pin" in self.context.module.code_for_node(test).lower()
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.context.guards.guarded:
+        if self.context.guards.guarded or self._device_count_loops:
             return
         func = node.func
         qualified = self.context.names.qualified_name(func)
         if qualified is not None and qualified in self._table.functions:
-            if not self._file_falls_back_to_cpu():
+            if not self._falls_back_to_cpu():
                 return
             shown = qualified.rsplit(".", 1)[-1]
             self.report(
@@ -177,7 +229,7 @@ class UnguardedCudaRuntimeCall(Rule):
             and func.attr.value in self._table.tensor_methods
             and func.attr.value not in _DEV001_METHODS
             and not self._pinning_choices
-            and self._file_falls_back_to_cpu()
+            and self._falls_back_to_cpu()
         ):
             self.report(
                 node,
