@@ -15,6 +15,7 @@ from devlint.rules.base import Invalid, Rule
 _DEV001_METHODS = frozenset({"cuda"})
 # A file that falls back to the CPU: it checks availability and names the CPU somewhere.
 _CHECKS_AVAILABILITY = re.compile(r"\b(is_available|device_count)\s*\(")
+_PINNING = re.compile(r"pin|offload", re.IGNORECASE)
 _NAMES_CPU = re.compile(r"""["']cpu["']""")
 
 
@@ -40,7 +41,8 @@ class UnguardedCudaRuntimeCall(Rule):
     what every public `torch.cuda` callable does when called on the CPU-only
     torch (`python -m devlint.data.generate_cuda_raising`, torch version
     recorded in the table). The guards are DEV001's. A `pin_memory()` under a
-    condition that names pinning (`if args.pin_memory:`), or in a function named
+    condition that names pinning or offloading (`if args.pin_memory:`,
+    `if args.offload_ema:`), or in a function named
     for it, is the user's choice and not flagged.
 
     Only code meant to run without CUDA is checked: code whose device falls back
@@ -97,6 +99,7 @@ class UnguardedCudaRuntimeCall(Rule):
         _FALLBACK + "if device.type == 'cuda':\n    torch.cuda.synchronize()",
         _FALLBACK + "def sync_gpu():\n    torch.cuda.synchronize()",
         _FALLBACK + "if args.pin_memory:\n    x = x.pin_memory()",
+        _FALLBACK + "if args.offload_ema:\n    ema.pin_memory()\nelse:\n    ema.to(device)",
         _FALLBACK + "def pin_memory(self):\n    self.inp = self.inp.pin_memory()\n    return self",
         _FALLBACK + "import mylib\nmylib.cuda.synchronize()",
         _FALLBACK + "x = torch.cuda.FloatTensor",
@@ -198,13 +201,13 @@ class UnguardedCudaRuntimeCall(Rule):
         self._pinning_choices -= self._names_pinning(original_node.test)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._pinning_choices += "pin" in node.name.value.lower()
+        self._pinning_choices += bool(_PINNING.search(node.name.value))
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        self._pinning_choices -= "pin" in original_node.name.value.lower()
+        self._pinning_choices -= bool(_PINNING.search(original_node.name.value))
 
     def _names_pinning(self, test: cst.BaseExpression) -> bool:
-        return "pin" in self.context.module.code_for_node(test).lower()
+        return bool(_PINNING.search(self.context.module.code_for_node(test)))
 
     def visit_Call(self, node: cst.Call) -> None:
         if self.context.guards.guarded or self._device_count_loops:
