@@ -89,7 +89,9 @@ class DeprecatedCudaApi(Rule):
     changed). `autocast` is fixed only where its arguments are all keywords
     (its positional order differs), and only where `torch` itself is imported.
     Names imported from `torch.cuda.amp` (`from torch.cuda.amp import autocast`),
-    `custom_fwd` and `custom_bwd` are not fixed automatically.
+    `custom_fwd` and `custom_bwd` are not fixed automatically. `torch.amp.GradScaler`
+    exists from PyTorch 2.3 (the old one warns from 2.4), `torch.amp.autocast` from
+    1.10.
     """
 
     code = "DEV002"
