@@ -332,14 +332,33 @@ def test_the_mps_profile_confirms_float64_on_mps(tmp_path: Path) -> None:
     )  # fmt: skip
     assert completed.returncode == 1, completed.stderr
     report = json.loads(completed.stdout)
-    (finding,) = _findings(report, "mac.py", "DEV016")  # double-on-mps, confirmed
-    assert _findings(report, "mac.py", "DEV900") == []
-    assert finding["location"] == {"row": 11, "column": 10}
-    assert (finding["verdict"]["status"], finding["verdict"]["profile"]) == ("confirmed", "mps")
+    # The `assert` on the device guards the rest of the script, so DEV016 is silent: a DEV900.
+    (finding,) = _findings(report, "mac.py", "DEV900")
+    assert finding["location"]["row"] == 11
+    assert finding["verdict"]["profile"] == "mps"
     assert finding["verdict"]["detail"] == (
         "TypeError: Cannot convert a MPS Tensor to float64 dtype as the MPS framework doesn't "
         "support float64. Please use float32 instead."
     )
+
+
+def test_double_on_mps_is_confirmed_under_the_mps_profile(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    if torch.backends.mps.is_available() or torch.cuda.is_available():
+        pytest.skip("a real accelerator is present")
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    script = textwrap.dedent(MAC_SCRIPT).lstrip().replace("assert str(x.device)", "# str(x.device)")
+    (tmp_path / "mac.py").write_text(script)
+    completed = run_cli(
+        "confirm", "--format", "json", "-q", "--profile", "mps", "mac.py",
+        cwd=tmp_path, timeout=300,
+    )  # fmt: skip
+    assert completed.returncode == 1, completed.stderr
+    report = json.loads(completed.stdout)
+    (finding,) = _findings(report, "mac.py", "DEV016")
+    assert finding["location"] == {"row": 11, "column": 10}
+    assert (finding["verdict"]["status"], finding["verdict"]["profile"]) == ("confirmed", "mps")
+    assert _findings(report, "mac.py", "DEV900") == []
 
 
 VGPU_FAILURES = """
