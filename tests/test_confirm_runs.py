@@ -33,15 +33,28 @@ PYPROJECT = """
 """
 
 FILES = {
-    # A crash at a line no static rule reports: an integer device means the current
-    # accelerator, and a CPU-only machine has none.
+    # A crash at a line no static rule reports: an integer device (held in a name, which
+    # DEV012 does not follow) means the current accelerator, and a CPU-only machine has none.
     "int_device.py": """
+        import torch
+
+        index = 0
+        x = torch.zeros(2, device=index)
+    """,
+    # `torch.device(None)` raises (what `current_accelerator()` gives without an accelerator).
+    "no_accelerator.py": """
+        import torch
+
+        dev = None
+        x = torch.ones(2).to(torch.device(dev))
+    """,
+    # The same two hazards as DEV012 and DEV015 see them: confirmed, no DEV900.
+    "int_literal.py": """
         import torch
 
         x = torch.zeros(2, device=0)
     """,
-    # `current_accelerator()` is None without an accelerator: torch.device(None) raises.
-    "no_accelerator.py": """
+    "current_accelerator.py": """
         import torch
 
         dev = torch.accelerator.current_accelerator()
@@ -156,7 +169,7 @@ def test_a_crash_no_finding_covers_is_a_runtime_finding(report: dict[str, Any]) 
     (finding,) = _findings(report, "int_device.py", "DEV900")
     assert finding["name"] == "runtime-error"
     assert (finding["location"], finding["verdict"]["status"]) == (
-        {"row": 3, "column": 1},
+        {"row": 4, "column": 1},
         "confirmed",
     )
     assert "Cannot access accelerator device when none is available" in finding["message"]
@@ -164,6 +177,15 @@ def test_a_crash_no_finding_covers_is_a_runtime_finding(report: dict[str, Any]) 
     (none_device,) = _findings(report, "no_accelerator.py", "DEV900")
     assert none_device["location"]["row"] == 4
     assert "`torch.device(None)`" in none_device["message"]
+
+
+def test_the_accelerator_rules_are_confirmed_on_the_cpu_only_torch(report: dict[str, Any]) -> None:
+    (integer,) = _findings(report, "int_literal.py", "DEV012")
+    assert (integer["location"]["row"], integer["verdict"]["status"]) == (3, "confirmed")
+    (current,) = _findings(report, "current_accelerator.py", "DEV015")
+    assert (current["location"]["row"], current["verdict"]["status"]) == (4, "confirmed")
+    assert _findings(report, "int_literal.py", "DEV900") == []
+    assert _findings(report, "current_accelerator.py", "DEV900") == []
 
 
 def test_the_runtime_finding_is_documented() -> None:
@@ -313,6 +335,7 @@ def test_the_mps_profile_confirms_float64_on_mps(tmp_path: Path) -> None:
     )  # fmt: skip
     assert completed.returncode == 1, completed.stderr
     report = json.loads(completed.stdout)
+    # The `assert` on the device guards the rest of the script, so DEV016 is silent: a DEV900.
     (finding,) = _findings(report, "mac.py", "DEV900")
     assert finding["location"]["row"] == 11
     assert finding["verdict"]["profile"] == "mps"
@@ -320,6 +343,25 @@ def test_the_mps_profile_confirms_float64_on_mps(tmp_path: Path) -> None:
         "TypeError: Cannot convert a MPS Tensor to float64 dtype as the MPS framework doesn't "
         "support float64. Please use float32 instead."
     )
+
+
+def test_double_on_mps_is_confirmed_under_the_mps_profile(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    if torch.backends.mps.is_available() or torch.cuda.is_available():
+        pytest.skip("a real accelerator is present")
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    script = textwrap.dedent(MAC_SCRIPT).lstrip().replace("assert str(x.device)", "# str(x.device)")
+    (tmp_path / "mac.py").write_text(script)
+    completed = run_cli(
+        "confirm", "--format", "json", "-q", "--profile", "mps", "mac.py",
+        cwd=tmp_path, timeout=300,
+    )  # fmt: skip
+    assert completed.returncode == 1, completed.stderr
+    report = json.loads(completed.stdout)
+    (finding,) = _findings(report, "mac.py", "DEV016")
+    assert finding["location"] == {"row": 11, "column": 10}
+    assert (finding["verdict"]["status"], finding["verdict"]["profile"]) == ("confirmed", "mps")
+    assert _findings(report, "mac.py", "DEV900") == []
 
 
 VGPU_FAILURES = """
@@ -382,3 +424,33 @@ def test_a_rule_newer_than_the_table_is_confirmed_by_the_device_error_at_its_lin
     assert mps is not None and (mps.status, mps.profile) == ("confirmed", "mps")
     assert runtime_findings([host, mac], tmp_path, judgement.explained) == []
     assert needed_profiles(findings[1:], tmp_path, None, ()) == ["mps"]
+
+
+@pytest.mark.parametrize(
+    ("code", "failure", "profile"),
+    [
+        ("DEV012", ("RuntimeError", "Cannot access accelerator device when none is available."),
+         "cpu-host"),
+        ("DEV013", ("TypeError", "type torch.cuda.FloatTensor not available. Torch not compiled "
+                    "with CUDA enabled."), "cpu-host"),
+        ("DEV014", ("AttributeError", "module 'torch._C' has no attribute '_cuda_setDevice'"),
+         "cpu-host"),
+        ("DEV014", ("RuntimeError", "Tried to instantiate dummy base class Event"), "cpu-host"),
+        ("DEV015", ("TypeError", "device() received an invalid combination of arguments - got "
+                    "(NoneType), but expected one of:"), "cpu-host"),
+        ("DEV016", ("TypeError", MPS_FLOAT64_MESSAGE), "mps"),
+    ],
+)  # fmt: skip
+def test_the_accelerator_rules_are_confirmed_by_their_own_errors(
+    tmp_path: Path, code: str, failure: tuple[str, str], profile: str
+) -> None:
+    findings = [_finding(tmp_path, code, "", 3)]
+    run = RunOutcome(
+        Entry("script", "train.py"),
+        profile,
+        "failed",
+        failures=[Failure(*failure, [("train.py", 3)])],
+    )
+    assert needed_profiles(findings, tmp_path, None, ()) == [profile]
+    (verdict,) = judge(findings, [run], tmp_path).verdicts
+    assert verdict is not None and (verdict.status, verdict.profile) == ("confirmed", profile)

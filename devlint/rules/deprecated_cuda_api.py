@@ -37,6 +37,16 @@ REPLACEMENTS: dict[str, str] = {
     "torch.cuda.amp.grad_scaler.GradScaler": _GRAD_SCALER,
     "torch.cuda._set_allocator_settings": "torch._C._accelerator_setAllocatorSettings",
 }
+# The `torch.cuda.amp` classes whose call becomes the `torch.amp` one with "cuda" first. Both
+# subclasses pass their arguments on to it with "cuda" (torch 2.13): GradScaler keeps its
+# positional order after the device; autocast's does not (enabled, dtype vs dtype, enabled), so
+# only its keyword-only calls are rewritten.
+AMP_CLASSES: dict[str, tuple[str, bool]] = {
+    "torch.cuda.amp.autocast": ("autocast", False),
+    "torch.cuda.amp.autocast_mode.autocast": ("autocast", False),
+    "torch.cuda.amp.GradScaler": ("GradScaler", True),
+    "torch.cuda.amp.grad_scaler.GradScaler": ("GradScaler", True),
+}
 
 
 class DeprecatedCudaApi(Rule):
@@ -69,9 +79,19 @@ class DeprecatedCudaApi(Rule):
     `memory_cached` and `max_memory_cached` are renamed `memory_reserved` and
     `max_memory_reserved`: a **safe** fix, for aliases too (`from torch.cuda
     import memory_cached as mc` has its import fixed and its call sites left as
-    they are; a plain import is renamed together with its uses). The
-    `torch.cuda.amp` replacements take a new argument and are not fixed
-    automatically.
+    they are; a plain import is renamed together with its uses).
+    A call `torch.cuda.amp.autocast(...)` becomes `torch.amp.autocast("cuda", ...)`
+    and `torch.cuda.amp.GradScaler(...)` becomes `torch.amp.GradScaler("cuda", ...)`,
+    decorators included: a **safe** fix, since in torch the old classes are thin
+    subclasses that pass their arguments on with `"cuda"` (the one difference:
+    `torch.cuda.amp.autocast()` pins float16 where `torch.amp.autocast("cuda")`
+    takes the autocast dtype set with `torch.set_autocast_dtype`, float16 unless
+    changed). `autocast` is fixed only where its arguments are all keywords
+    (its positional order differs), and only where `torch` itself is imported.
+    Names imported from `torch.cuda.amp` (`from torch.cuda.amp import autocast`),
+    `custom_fwd` and `custom_bwd` are not fixed automatically. `torch.amp.GradScaler`
+    exists from PyTorch 2.3 (the old one warns from 2.4), `torch.amp.autocast` from
+    1.10.
     """
 
     code = "DEV002"
@@ -91,6 +111,7 @@ class DeprecatedCudaApi(Rule):
         "import mylib\nmylib.cuda.memory_cached()",
         "from torch.cuda import memory_reserved as mr\nmr()",
         "import torch\nscaler = torch.amp.GradScaler('cuda')",
+        "import torch\nwith torch.amp.autocast('cuda', enabled=False):\n    pass",
     )
     INVALID = (
         Invalid(
@@ -108,9 +129,36 @@ class DeprecatedCudaApi(Rule):
             24,
             fixed="from torch.cuda import memory_reserved as mc\nmc()\nmc()",
         ),
-        Invalid("import torch\nscaler = torch.cuda.amp.GradScaler()", 2, 10, "GradScaler"),
-        Invalid("import torch\n@torch.cuda.amp.autocast()\ndef f(): pass", 2, 2, "autocast"),
+        Invalid(
+            "import torch\nscaler = torch.cuda.amp.GradScaler()",
+            2,
+            10,
+            "GradScaler",
+            fixed='import torch\nscaler = torch.amp.GradScaler("cuda")',
+        ),
+        Invalid(
+            "import torch\nscaler = torch.cuda.amp.GradScaler(2.0**10, enabled=use_amp)",
+            2,
+            10,
+            fixed='import torch\nscaler = torch.amp.GradScaler("cuda", 2.0**10, enabled=use_amp)',
+        ),
+        Invalid(
+            "import torch\n@torch.cuda.amp.autocast()\ndef f(): pass",
+            2,
+            2,
+            "autocast",
+            fixed='import torch\n@torch.amp.autocast("cuda")\ndef f(): pass',
+        ),
+        Invalid(
+            "import torch as t\nwith t.cuda.amp.autocast(enabled=amp, dtype=t.bfloat16):\n    pass",
+            2,
+            6,
+            fixed='import torch as t\nwith t.amp.autocast("cuda", enabled=amp, dtype=t.bfloat16):\n'
+            "    pass",
+        ),
+        Invalid("import torch\nwith torch.cuda.amp.autocast(True):\n    pass", 2, 6, "autocast"),
         Invalid("import torch.cuda.amp as amp\nwith amp.autocast():\n    pass", 2, 6),
+        Invalid("import torch\nctx = torch.cuda.amp.autocast\n", 2, 7),
     )
 
     def begin_file(self, context: FileContext) -> None:
@@ -119,6 +167,11 @@ class DeprecatedCudaApi(Rule):
         self._attribute_names: set[int] = set()
         # A plain `from torch.cuda import memory_cached` and its uses are renamed together.
         self._plain_imports: dict[str, list[tuple[cst.CSTNode, cst.Name, str]]] = {}
+        # The call each called function expression belongs to, for the `torch.amp` fixes.
+        self._calls: dict[int, cst.Call] = {}
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self._calls[id(node.func)] = node
 
     def visit_Import(self, node: cst.Import) -> None:
         self._inside_import += 1
@@ -155,7 +208,7 @@ class DeprecatedCudaApi(Rule):
             return
         qualified = self.context.names.qualified_name(node)
         if qualified in REPLACEMENTS:
-            self._report_use(node, qualified, node.attr)
+            self._report_use(node, qualified, node.attr, amp_call=self._calls.get(id(node)))
 
     def visit_Name(self, node: cst.Name) -> None:
         if self._inside_import or id(node) in self._attribute_names:
@@ -177,6 +230,7 @@ class DeprecatedCudaApi(Rule):
         qualified: str,
         renamed: Optional[cst.Name],
         renames: Sequence[tuple[cst.Name, str]] = (),
+        amp_call: Optional[cst.Call] = None,
     ) -> None:
         replacement = REPLACEMENTS[qualified]
         shown = qualified.replace(".memory.", ".").replace(".autocast_mode.", ".")
@@ -192,4 +246,24 @@ class DeprecatedCudaApi(Rule):
         fix = None
         if edits and len(edits) == len(renames):
             fix = RawFix(Applicability.SAFE, f"Rename to `{RENAMES[qualified]}`", edits)
+        elif amp_call is not None and qualified in AMP_CLASSES:
+            fix = self._amp_fix(amp_call, *AMP_CLASSES[qualified])
         self.report(node, f"`{shown}` is deprecated: {verb} `{replacement}`", fix=fix)
+
+    def _amp_fix(self, call: cst.Call, name: str, positional_ok: bool) -> Optional[RawFix]:
+        """`torch.cuda.amp.X(args)` becomes `torch.amp.X("cuda", args)`."""
+        torch = self.context.names.local_name_for("torch")
+        if torch is None or any(arg.star for arg in call.args):
+            return None
+        if not positional_ok and any(arg.keyword is None for arg in call.args):
+            return None  # autocast(True) would pass `enabled` as the dtype
+        arguments = ", ".join(['"cuda"', *(self._arg_text(arg) for arg in call.args)])
+        replacement = f"{torch}.amp.{name}({arguments})"
+        message = f'Use `{torch}.amp.{name}("cuda", ...)`'
+        return RawFix(Applicability.SAFE, message, (NodeEdit.replace(call, replacement),))
+
+    def _arg_text(self, arg: cst.Arg) -> str:
+        bare = arg.with_changes(
+            comma=cst.MaybeSentinel.DEFAULT, whitespace_after_arg=cst.SimpleWhitespace("")
+        )
+        return self.context.module.code_for_node(bare).strip()

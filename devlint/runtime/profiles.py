@@ -37,7 +37,10 @@ class DeviceError:
 
 
 _NO_CUDA = DeviceError(
-    r"Torch not compiled with CUDA enabled|Found no NVIDIA driver|No CUDA GPUs are available",
+    r"Torch not compiled with CUDA enabled|Found no NVIDIA driver|No CUDA GPUs are available"
+    # a CPU-only build's missing CUDA bindings and dummy classes (`torch.cuda.set_device`, `Event`)
+    r"|module 'torch\._C' has no attribute '_cuda_|Tried to instantiate dummy base class"
+    r"|compiled without CUDA support|requires CUDA support",
     CPU_HOST,
     "CUDA is used on a machine without it",
     "Torch not compiled with CUDA enabled",
@@ -142,6 +145,11 @@ RULES: dict[str, RuleRuntime] = {
     "DEV008": RuleRuntime((CPU_HOST,), _any_of(_CHECKPOINT)),
     "DEV009": RuleRuntime((VGPU,), _any_of(_SAME_DEVICE), provenance="attributes"),
     "DEV010": RuleRuntime((VGPU,), _any_of(_ORDINAL)),
+    "DEV012": RuleRuntime((CPU_HOST,), _any_of(_NO_ACCELERATOR)),
+    "DEV013": RuleRuntime((CPU_HOST,), _any_of(_NO_CUDA)),
+    "DEV014": RuleRuntime((CPU_HOST,), _any_of(_NO_CUDA, _NO_ACCELERATOR)),
+    "DEV015": RuleRuntime((CPU_HOST,), _any_of(_NO_DEVICE, _NO_ACCELERATOR)),
+    "DEV016": RuleRuntime((MPS,), _any_of(_MPS_FLOAT64)),
 }
 NO_RUNTIME_CHECK = frozenset({"DEV000"})  # a file that cannot be parsed cannot run either
 RUNTIME_ERROR_CODE = "DEV900"  # the companion's own findings (``runtime_error``)
