@@ -24,6 +24,8 @@ from devlint.analysis.torch_api import (
     DTYPES,
     FACTORIES,
     FUNCTIONAL_LOSSES,
+    HOST_METHODS,
+    KEEPING_FUNCTIONS,
     LIKE_FACTORIES,
     LOADER_CLASSES,
     LOSS_WEIGHT_KEYWORDS,
@@ -414,7 +416,11 @@ class CallEvaluator:
                 if result is not UNKNOWN
                 else UNKNOWN
             )
-        if qualified in COMBINING_FUNCTIONS or qualified.startswith("torch.nn.functional."):
+        if (
+            qualified in KEEPING_FUNCTIONS
+            or qualified in COMBINING_FUNCTIONS
+            or qualified.startswith("torch.nn.functional.")
+        ):
             result = combine(_operands(arguments))
             if (
                 result is not UNKNOWN
@@ -516,7 +522,7 @@ class CallEvaluator:
             )
         if tensor_like and method == "type_as" and arguments:
             return Value(Kind.TENSOR, arguments[0].placement, scalar=receiver.scalar)
-        if method in ("item", "tolist"):
+        if method in HOST_METHODS:
             return SCALAR
         if receiver.kind is Kind.MODULE and method in MODULE_SELF_METHODS:
             return receiver
