@@ -22,6 +22,7 @@ import libcst as cst
 from libcst.metadata import CodeRange
 
 from devlint.analysis.guards import GuardTracker
+from devlint.analysis.project import take_dependencies
 from devlint.analysis.syntax import SourceText
 from devlint.analysis.syntax_screen import SyntaxFacts, syntax_facts
 from devlint.complexity import parse_quietly, too_complex, too_large
@@ -290,7 +291,14 @@ def unreadable_result(path: str, problem: Unreadable, rules: RuleSet) -> FileRes
 
 def lint_source(path: str, data: bytes, rules: RuleSet) -> FileResult:
     """Lint one file's bytes with the enabled rules; never raises for bad input. A ``.ipynb``
-    path is read as a Jupyter notebook."""
+    path is read as a Jupyter notebook. The result names the project files whose summaries
+    the lint read (see :mod:`devlint.analysis.project`)."""
+    result = _lint_any(path, data, rules)
+    result.dependencies = take_dependencies(path)
+    return result
+
+
+def _lint_any(path: str, data: bytes, rules: RuleSet) -> FileResult:
     if path.endswith(NOTEBOOK_SUFFIX):
         try:
             notebook = parse_notebook(data)

@@ -7,7 +7,9 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Optional, Union
 
+from devlint.analysis.imported import imported_value
 from devlint.analysis.names import ImportMap
+from devlint.analysis.project import ProjectView
 from devlint.analysis.syntax import (
     SourceText,
     argument,
@@ -104,6 +106,7 @@ class CallEvaluator:
     visits: list[tuple[ast.AST, Optional[ast.stmt]]]
     statement: Optional[ast.stmt]
     expecting_failure: int  # inside `with pytest.raises(...)`: nothing there is logged
+    project: Optional[ProjectView]  # the summaries of imported project files, where known
 
     def is_module_class(self, name: str) -> bool:
         raise NotImplementedError
@@ -323,7 +326,11 @@ class CallEvaluator:
         dotted = dotted_name(func)
         qualified = self.names.resolve(dotted)
         value: Value
-        if qualified is not None:
+        imported = imported_value(self.project, node) if self.project is not None else None
+        if imported is not None:
+            self._arguments(node, env, unit)  # a class or function of another project file
+            value = imported
+        elif qualified is not None:
             arguments = self._arguments(node, env, unit)
             value = self._torch_call(node, qualified, arguments, env, unit)
         elif dotted is not None and dotted in env and env[dotted].kind is not Kind.CALLABLE:
