@@ -156,6 +156,8 @@ class _Summariser:
                 on_self = target.count(".") == 1 and target.startswith("self.")
                 if on_self and self.makes_cpu_tensor(statement.value):
                     found.add(target[len("self.") :])
+        if not found:
+            return found
         for method in methods.values():
             for node in ast.walk(method):
                 if isinstance(node, ast.Assign) and method is not init:
@@ -167,7 +169,19 @@ class _Summariser:
         arguments = node.args
         parameters = [p.arg for p in (*arguments.posonlyargs, *arguments.args)]
         keywords = [p.arg for p in arguments.kwonlyargs]
-        returns = [n.value for n in _own_nodes(node) if isinstance(n, ast.Return)]
+        # One walk of the body: what it returns, the names it assigns, the calls of names.
+        returns: list[Optional[ast.expr]] = []
+        assigned: set[str] = set()
+        calls: list[ast.Call] = []
+        for inner in _own_nodes(node):
+            kind = type(inner)
+            if kind is ast.Return:
+                returns.append(inner.value)  # type: ignore[attr-defined]
+            elif kind is ast.Name:
+                if type(inner.ctx) is not ast.Load:  # type: ignore[attr-defined]
+                    assigned.add(inner.id)  # type: ignore[attr-defined]
+            elif kind is ast.Call and type(inner.func) is ast.Name:  # type: ignore[attr-defined]
+                calls.append(inner)  # type: ignore[arg-type]
         result = None
         if returns and all(self.makes_cpu_tensor(value) for value in returns):
             result = "cpu_tensor"
@@ -177,45 +191,22 @@ class _Summariser:
             "parameters": parameters,
             "keywords": keywords,
             "returns": result,
-            "feeds": self._feeds(node, {*parameters, *keywords}),
+            "feeds": _feeds(calls, {*parameters, *keywords} - assigned),
         }
 
-    def _feeds(self, node: FunctionNode, parameters: set[str]) -> list[list[str]]:
-        """[input, module] pairs: the function calls parameter `module` with parameter `input`
-        unchanged (`net(x)`), and neither is reassigned."""
-        assigned = {
-            target.id
-            for inner in _own_nodes(node)
-            if isinstance(inner, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For))
-            for target in _targets(inner)
-            if isinstance(target, ast.Name)
-        }
-        usable = parameters - assigned
-        pairs: set[tuple[str, str]] = set()
-        for inner in _own_nodes(node):
-            if not (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name)):
-                continue
-            module = inner.func.id
-            if module not in usable:
-                continue
-            for passed in inner.args:
-                if isinstance(passed, ast.Name) and passed.id in usable and passed.id != module:
-                    pairs.add((passed.id, module))
-        return sorted([list(pair) for pair in pairs])
 
-
-def _targets(node: ast.AST) -> list[ast.expr]:
-    if isinstance(node, ast.Assign):
-        return [t for target in node.targets for t in _flatten(target)]
-    if isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)):
-        return _flatten(node.target)
-    return []
-
-
-def _flatten(target: ast.expr) -> list[ast.expr]:
-    if isinstance(target, (ast.Tuple, ast.List)):
-        return [inner for element in target.elts for inner in _flatten(element)]
-    return [target]
+def _feeds(calls: list[ast.Call], usable: set[str]) -> list[list[str]]:
+    """[input, module] pairs: the function calls parameter `module` with parameter `input`
+    unchanged (`net(x)`); ``usable``: the parameters the function never reassigns."""
+    pairs: set[tuple[str, str]] = set()
+    for call in calls:
+        module = call.func.id  # type: ignore[attr-defined]
+        if module not in usable:
+            continue
+        for passed in call.args:
+            if type(passed) is ast.Name and passed.id in usable and passed.id != module:
+                pairs.add((passed.id, module))
+    return sorted([list(pair) for pair in pairs])
 
 
 def _own_nodes(function: FunctionNode) -> Iterator[ast.AST]:
