@@ -210,3 +210,45 @@ def test_the_command_line_reads_other_files(project: Path) -> None:
         ("train.py", 10, "DEV005"),
         ("train.py", 13, "DEV005"),
     ]
+
+
+INFER = """\
+import torch
+from model import Net
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+net = Net().to(device)
+labels = torch.zeros(3)
+x = torch.randn(3, 4, device=device)
+out = net(x) * net.scale
+"""
+
+
+def test_a_plain_attribute_of_an_imported_module_stays_behind(project: Path) -> None:
+    _write(project / "infer.py", INFER)
+    summary = _lint(project)
+    assert ("infer.py", "DEV006", 8, 7) in _found(summary)
+    message = next(f.message for f in summary.findings if Path(f.path).name == "infer.py")
+    assert "`net.scale` is on the CPU (a plain tensor attribute that `Net.__init__` makes" in (
+        message
+    )
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        # a buffer moves with the module
+        ("self.scale = torch.ones(2)", 'self.register_buffer("scale", torch.ones(2))'),
+        # a class with its own `to()` may move its attributes
+        (
+            "    def forward(self, x):",
+            "    def to(self, *a):\n        return self\n\n    def forward(self, x):",
+        ),
+    ],
+)
+def test_an_attribute_the_module_moves_is_not_reported(
+    project: Path, change: tuple[str, str]
+) -> None:
+    _write(project / "model.py", MODEL.replace(*change))
+    _write(project / "infer.py", INFER)
+    assert [f for f in _found(_lint(project)) if f[0] == "infer.py"] == []

@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Optional, Union
 
-from devlint.analysis.imported import imported_value
+from devlint.analysis.imported import imported_attribute, imported_value
 from devlint.analysis.names import ImportMap
 from devlint.analysis.project import ProjectView
 from devlint.analysis.syntax import (
@@ -173,6 +173,8 @@ class CallEvaluator:
             return Value(Kind.DEVICE_OBJECT, base.placement)  # Lightning's `self.device`
         if dotted is not None and looks_like_loader(dotted):
             return cpu_loader(f"from the data loader `{dotted}`", node)
+        if self.project is not None and base.kind is Kind.MODULE and base.where is Where.DEVICE:
+            return imported_attribute(self.project, node) or UNKNOWN  # `net.mask`, left behind
         return UNKNOWN
 
     def _constant(self, node: ast.Constant, env: Env, unit: Unit) -> Value:

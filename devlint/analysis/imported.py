@@ -74,3 +74,18 @@ def fed_modules(view: ProjectView, node: ast.Call) -> list[Feed]:
         if given in passed and module in passed:
             feeds.append(Feed(passed[given], passed[module], given, module, _shown(found)))
     return feeds
+
+
+def imported_attribute(view: ProjectView, node: ast.Attribute) -> Optional[Value]:
+    """`net.mask` where `net = Net()` of another project file, whose `__init__` makes `mask` a
+    plain CPU tensor and which defines no `to()`: after `net.to(device)` it is still on the CPU."""
+    if not isinstance(node.value, ast.Name):
+        return None
+    found = view.instances().get(node.value.id)
+    if found is None or node.attr not in found.facts["cpu_attributes"]:
+        return None
+    evidence = (
+        f"a plain tensor attribute that `{found.name}.__init__` makes on the CPU "
+        f"({os.path.basename(found.path)}), which `.to()` does not move"
+    )
+    return Value(Kind.TENSOR, Placement(Where.CPU, evidence=evidence))

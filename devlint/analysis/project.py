@@ -22,11 +22,14 @@ from pathlib import Path
 from typing import Optional
 
 from devlint.analysis.summaries import Summary, imported_names, summarise, summary_digest
+from devlint.analysis.syntax import dotted_name
 from devlint.complexity import parse_quietly
 
 _ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 _MAX_SIZE = 2_000_000  # larger files are not summarised (generated code, data)
 _MAX_HOPS = 4  # re-exports followed
+# Module methods that return the module itself.
+_SELF_RETURNING = frozenset({"to", "cuda", "cpu", "eval", "train", "float", "half", "double"})
 
 
 @dataclass(frozen=True)
@@ -140,6 +143,8 @@ class ProjectView:
     imports: dict[str, tuple[int, str]]
     roots: list[Path]
     linted: str  # the path as the engine names it: the key of its recorded dependencies
+    tree: ast.Module
+    _instances: Optional[dict[str, Found]] = None
     _found: dict[str, Optional[Found]] = field(default_factory=dict)
     _files: dict[tuple[str, ...], Optional[str]] = field(default_factory=dict)
 
@@ -155,7 +160,7 @@ class ProjectView:
             return None
         real = Path(os.path.abspath(path))
         _DEPENDENCIES[path] = {}
-        return cls(real, imports, search_roots(real), path)
+        return cls(real, imports, search_roots(real), path, tree)
 
     def lookup(self, dotted: Optional[str]) -> Optional[Found]:
         """The project class or function ``dotted`` names in this file (`Net`, `utils.score`)."""
@@ -228,6 +233,45 @@ class ProjectView:
             level, target = bound
             return self._resolve(Path(module), level, target.split("."), hops - 1)
         return None
+
+    def instances(self) -> dict[str, Found]:
+        """Names the file binds, once and only, to an instance of an imported project class
+        that keeps plain CPU tensors in attributes and defines no `to()`: `net = Net()`."""
+        if self._instances is not None:
+            return self._instances
+        bound: dict[str, Optional[Found]] = {}
+        for node in ast.walk(self.tree):
+            if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+                continue
+            target, value = node.targets[0], node.value
+            if not isinstance(target, ast.Name):
+                continue
+            while (
+                isinstance(value, ast.Call)
+                and isinstance(value.func, ast.Attribute)
+                and value.func.attr in _SELF_RETURNING
+                and isinstance(value.func.value, ast.Call)
+            ):
+                value = value.func.value  # `Net().to(device)`, `Net().eval()`: still a `Net`
+            if not isinstance(value, ast.Call):
+                bound[target.id] = None
+                continue
+            head = value.func
+            while isinstance(head, ast.Attribute):
+                head = head.value
+            if not (isinstance(head, ast.Name) and head.id in self.imports):
+                bound[target.id] = None if target.id in bound else bound.get(target.id)
+                continue
+            found = self.lookup(dotted_name(value.func))
+            keeps = (
+                found is not None
+                and found.kind == "class"
+                and found.facts["cpu_attributes"]
+                and not found.facts["defines_to"]
+            )
+            bound[target.id] = found if keeps and target.id not in bound else None
+        self._instances = {name: found for name, found in bound.items() if found is not None}
+        return self._instances
 
     def is_module_class(self, found: Found, hops: int = _MAX_HOPS) -> bool:
         """Whether a project class derives from nn.Module, following bases across files."""
