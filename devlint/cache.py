@@ -85,13 +85,14 @@ def digest(data: bytes) -> str:
 
 
 def _source_fingerprint() -> str:
-    """The size and time of each of devlint's own modules: an edited install invalidates."""
+    """The size and time of each of devlint's own modules and data files: an edited install
+    invalidates."""
     package = Path(__file__).parent
     parts = []
     for root, folders, files in os.walk(package):
         folders[:] = sorted(f for f in folders if f != "__pycache__")
         for name in sorted(files):
-            if name.endswith(".py"):
+            if name.endswith((".py", ".json")):  # the code, and the torch API table
                 module = os.path.join(root, name)
                 stat = os.stat(module)
                 parts.append(
