@@ -252,3 +252,22 @@ def test_an_attribute_the_module_moves_is_not_reported(
     _write(project / "model.py", MODEL.replace(*change))
     _write(project / "infer.py", INFER)
     assert [f for f in _found(_lint(project)) if f[0] == "infer.py"] == []
+
+
+def test_a_module_imported_under_an_alias(tmp_path: Path) -> None:
+    root = tmp_path / "aliased"
+    _write(root / "pyproject.toml", "")
+    _write(root / "pkg" / "__init__.py", "")
+    _write(root / "pkg" / "helpers.py", UTILS)
+    _write(
+        root / "main.py",
+        "import torch\nimport pkg.helpers as h\n"
+        "model = torch.nn.Linear(4, 2).cuda()\nh.score(model, torch.ones(2, 4), None)\n"
+        "h.score(model, torch.ones(2, 4).cuda(), None)\n",
+    )
+    assert _found(_lint(root)) == [("main.py", "DEV005", 4, 16)]
+
+
+def test_a_file_importing_only_libraries_has_no_view(tmp_path: Path) -> None:
+    tree = parse_quietly("import torch\nimport numpy as np\nfrom typing import Optional\n")
+    assert ProjectView.of(str(tmp_path / "x.py"), tree) is None
