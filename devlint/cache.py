@@ -5,7 +5,9 @@ the nearest ``pyproject.toml`` above the current folder, else the current
 folder), tagged with ``CACHEDIR.TAG`` and ignored by its own ``.gitignore``.
 One JSON file per devlint version and Python version holds an entry per
 (file, enabled rules): the file's modification time and size, a digest of its
-bytes, and the findings with their fixes. The file's header names everything
+bytes, the findings with their fixes, and the project files whose summaries the lint read
+(each with the digest of its summary: a changed summary re-lints the file, see
+:mod:`devlint.analysis.project`). The file's header names everything
 else the results depend on (the source of devlint itself, LibCST's version);
 a header that differs, a file that does not parse, or an entry of the wrong
 shape is ignored and rebuilt, never trusted. Writes are atomic: a temporary
@@ -31,6 +33,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from devlint import __version__
+from devlint.analysis.project import dependency_holds
 from devlint.diagnostics import Applicability, Edit, FileResult, Finding, Fix, Position
 
 CACHE_DIR_NAME = ".devlint_cache"
@@ -82,13 +85,14 @@ def digest(data: bytes) -> str:
 
 
 def _source_fingerprint() -> str:
-    """The size and time of each of devlint's own modules: an edited install invalidates."""
+    """The size and time of each of devlint's own modules and data files: an edited install
+    invalidates."""
     package = Path(__file__).parent
     parts = []
     for root, folders, files in os.walk(package):
         folders[:] = sorted(f for f in folders if f != "__pycache__")
         for name in sorted(files):
-            if name.endswith(".py"):
+            if name.endswith((".py", ".json")):  # the code, and the torch API table
                 module = os.path.join(root, name)
                 stat = os.stat(module)
                 parts.append(
@@ -163,6 +167,9 @@ class Cache:
                 return None
             if stamp.racy() and digest(Path(path).read_bytes()) != stamp.digest:
                 return None
+            dependencies = entry.get("dependencies", {})
+            if not all(dependency_holds(dep, held) for dep, held in dependencies.items()):
+                return None  # an imported project file's summary changed: re-analyse
             findings = [_finding(shown_as, item) for item in entry["findings"]]
         except (OSError, KeyError, TypeError, ValueError, AttributeError):
             self._entries.pop(key, None)  # a malformed entry: relint, and rewrite it
@@ -185,6 +192,8 @@ class Cache:
             "seen_ns": self._now_ns,
             "findings": [_finding_json(finding) for finding in result.findings],
         }
+        if result.dependencies:
+            self._entries[self.key(path, codes)]["dependencies"] = result.dependencies
         self._changed = True
 
     def save(self) -> None:

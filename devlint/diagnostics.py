@@ -86,3 +86,5 @@ class FileResult:
     path: str
     findings: list[Finding] = field(default_factory=list)
     errors: list[InternalError] = field(default_factory=list)
+    # Project files whose summaries the lint read: path -> [mtime_ns, size, summary digest].
+    dependencies: dict[str, list[object]] = field(default_factory=dict)

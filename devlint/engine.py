@@ -22,6 +22,7 @@ import libcst as cst
 from libcst.metadata import CodeRange
 
 from devlint.analysis.guards import GuardTracker
+from devlint.analysis.project import take_dependencies
 from devlint.analysis.syntax import SourceText
 from devlint.analysis.syntax_screen import SyntaxFacts, syntax_facts
 from devlint.complexity import parse_quietly, too_complex, too_large
@@ -296,8 +297,11 @@ def unreadable_result(path: str, problem: Unreadable, rules: RuleSet) -> FileRes
 
 def lint_source(path: str, data: bytes, rules: RuleSet) -> FileResult:
     """Lint one file's bytes with the enabled rules; never raises for bad input. A ``.ipynb``
-    path is read as a Jupyter notebook. Rules left out of ``rules.fixable`` offer no fix."""
+    path is read as a Jupyter notebook. Rules left out of ``rules.fixable`` offer no fix. The
+    result names the project files whose summaries the lint read (see
+    :mod:`devlint.analysis.project`)."""
     result = _lint_any(path, data, rules)
+    result.dependencies = take_dependencies(path)
     if rules.fixable is not None:
         result.findings = without_fixes(result.findings, rules.fixable)
     return result

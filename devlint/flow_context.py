@@ -18,6 +18,7 @@ from typing import Optional
 from devlint.analysis.flow import DeviceFlow
 from devlint.analysis.names import ImportMap
 from devlint.analysis.parameters import is_test_module
+from devlint.analysis.project import ProjectView
 from devlint.analysis.syntax import SourceText
 from devlint.analysis.syntax_screen import SyntaxFacts
 from devlint.context import FindingCollector, Node
@@ -66,6 +67,7 @@ class FlowContext(FindingCollector):
             hooks.keys(),
             self.facts,
             test_module=is_test_module(self.path),
+            project=ProjectView.of(self.path, self.tree),
         )
         seen: set[int] = set()
         for node, statement in self._flow.visits:

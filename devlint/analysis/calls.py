@@ -7,8 +7,10 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Optional, Union
 
+from devlint.analysis.imported import imported_attribute, imported_value
 from devlint.analysis.names import ImportMap
 from devlint.analysis.parameters import TENSOR_ONLY_ATTRIBUTES
+from devlint.analysis.project import ProjectView
 from devlint.analysis.syntax import (
     SourceText,
     argument,
@@ -25,6 +27,8 @@ from devlint.analysis.torch_api import (
     DTYPES,
     FACTORIES,
     FUNCTIONAL_LOSSES,
+    HOST_METHODS,
+    KEEPING_FUNCTIONS,
     LIKE_FACTORIES,
     LOADER_CLASSES,
     LOSS_WEIGHT_KEYWORDS,
@@ -103,6 +107,7 @@ class CallEvaluator:
     visits: list[tuple[ast.AST, Optional[ast.stmt]]]
     statement: Optional[ast.stmt]
     expecting_failure: int  # inside `with pytest.raises(...)`: nothing there is logged
+    project: Optional[ProjectView]  # the summaries of imported project files, where known
 
     def is_module_class(self, name: str) -> bool:
         raise NotImplementedError
@@ -169,6 +174,8 @@ class CallEvaluator:
             return Value(Kind.DEVICE_OBJECT, base.placement)  # Lightning's `self.device`
         if dotted is not None and looks_like_loader(dotted):
             return cpu_loader(f"from the data loader `{dotted}`", node)
+        if self.project is not None and base.kind is Kind.MODULE and base.where is Where.DEVICE:
+            return imported_attribute(self.project, node) or UNKNOWN  # `net.mask`, left behind
         return UNKNOWN
 
     def _constant(self, node: ast.Constant, env: Env, unit: Unit) -> Value:
@@ -325,7 +332,11 @@ class CallEvaluator:
         dotted = dotted_name(func)
         qualified = self.names.resolve(dotted)
         value: Value
-        if qualified is not None:
+        imported = imported_value(self.project, node) if self.project is not None else None
+        if imported is not None:
+            self._arguments(node, env, unit)  # a class or function of another project file
+            value = imported
+        elif qualified is not None:
             arguments = self._arguments(node, env, unit)
             value = self._torch_call(node, qualified, arguments, env, unit)
         elif dotted is not None and dotted in env and env[dotted].kind is not Kind.CALLABLE:
@@ -418,7 +429,11 @@ class CallEvaluator:
                 if result is not UNKNOWN
                 else UNKNOWN
             )
-        if qualified in COMBINING_FUNCTIONS or qualified.startswith("torch.nn.functional."):
+        if (
+            qualified in KEEPING_FUNCTIONS
+            or qualified in COMBINING_FUNCTIONS
+            or qualified.startswith("torch.nn.functional.")
+        ):
             result = combine(_operands(arguments))
             if (
                 result is not UNKNOWN
@@ -529,7 +544,7 @@ class CallEvaluator:
             )
         if tensor_like and method == "type_as" and arguments:
             return Value(Kind.TENSOR, arguments[0].placement, scalar=receiver.scalar)
-        if method in ("item", "tolist"):
+        if method in HOST_METHODS:
             return SCALAR
         if receiver.kind is Kind.MODULE and method in MODULE_SELF_METHODS:
             return receiver

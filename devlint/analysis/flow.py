@@ -31,6 +31,7 @@ from devlint.analysis.parameters import (
     runs_on_cpu_by_design,
     tensor_parameters,
 )
+from devlint.analysis.project import ProjectView
 from devlint.analysis.syntax import SourceText, dotted_name, nodes_below
 from devlint.analysis.syntax_screen import SyntaxFacts
 from devlint.analysis.torch_api import (
@@ -106,8 +107,10 @@ class DeviceFlow(CallEvaluator):
         watched: Collection[type] = (),
         facts: Optional[SyntaxFacts] = None,
         test_module: bool = False,
+        project: Optional[ProjectView] = None,
     ) -> None:
         self.names = names
+        self.project = project
         self.test_module = test_module
         self.facts = facts
         self._reach: dict[ast.AST, tuple[bool, bool]] = {}

@@ -1,73 +1,100 @@
-"""What the analysis knows of torch's API: factories, modules, losses, placement-keeping methods."""
+"""What the analysis knows of torch's API: factories, modules, losses, placement-keeping methods.
+
+The tensor functions and methods come from ``devlint/data/torch_api.json``, generated from the
+installed torch's own declarations by :mod:`devlint.analysis.generate_torch_api` (torch is
+never imported at lint time); small hand overrides cover what the declarations cannot tell.
+Modules, losses and loaders are named here by hand.
+"""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
 
-# `torch.bernoulli`, `multinomial` and `poisson` sample where their input is (so combine, below);
-# `torch.normal` is a factory only when given numbers, so it is neither.
-FACTORIES = frozenset(
-    "torch." + name
-    for name in (
-        "tensor as_tensor from_numpy zeros ones empty full rand randn randint randperm arange "
-        "range linspace logspace eye tril_indices triu_indices empty_strided "
-        "Tensor FloatTensor DoubleTensor HalfTensor BFloat16Tensor LongTensor "
-        "IntTensor ShortTensor ByteTensor CharTensor BoolTensor"
-    ).split()
+
+def _load_table() -> dict[str, Any]:
+    """The table generated from torch's own declarations (see `generate_torch_api`)."""
+    path = Path(__file__).resolve().parent.parent / "data" / "torch_api.json"
+    table: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return table
+
+
+_TABLE = _load_table()
+# The torch release the table was generated from.
+TORCH_VERSION: str = _TABLE["torch"]
+
+
+def _torch(key: str, *extra: str) -> frozenset[str]:
+    return frozenset("torch." + name for name in (*_TABLE[key], *extra))
+
+
+def _names(key: str, *extra: str) -> frozenset[str]:
+    return frozenset((*_TABLE[key], *extra))
+
+
+# The hand overrides below cover what torch's declarations cannot tell: functions written in
+# Python without tensor annotations (`torch/functional.py`: `einsum`, `norm`, `cdist`), the
+# legacy tensor classes, numbers-or-tensors signatures, and operands named as indices.
+
+# Factories: `device=` and no tensor argument in every overload. By hand: `from_numpy` (always
+# on the CPU), `linspace`/`logspace` (their bounds may be 0-dim tensors), the tensor classes.
+# `torch.normal` is a factory only when given numbers, so it is neither; `bernoulli`,
+# `multinomial` and `poisson` sample where their input is (keeping functions).
+FACTORIES = _torch(
+    "factories",
+    *(
+        "from_numpy linspace logspace Tensor FloatTensor DoubleTensor HalfTensor "
+        "BFloat16Tensor LongTensor IntTensor ShortTensor ByteTensor CharTensor BoolTensor"
+    ).split(),
 )
 # The factories' own names, as a call or an import spells them (`zeros`, `from_numpy`).
 FACTORY_NAMES = frozenset(name.rpartition(".")[2] for name in FACTORIES)
 # The methods that move a tensor or module: `.to(...)`, `.cuda()`, `.cpu()`.
 DEVICE_MOVES = frozenset({"to", "cuda", "cpu"})
 # Factories whose result is 0-dim when given a single number (a CPU one mixes with any device).
-SCALAR_CAPABLE_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor"})
-LIKE_FACTORIES = frozenset(
-    "torch." + name
-    for name in "zeros_like ones_like empty_like full_like rand_like randn_like randint_like".split(
-        " "
-    )
+SCALAR_CAPABLE_FACTORIES = frozenset(
+    {"torch.tensor", "torch.as_tensor", "torch.asarray", "torch.scalar_tensor"}
 )
+LIKE_FACTORIES = _torch("like_factories")
 # torch functions whose tensor result lives where their tensor arguments do.
-COMBINING_FUNCTIONS = frozenset(
-    "torch." + name
-    for name in (
-        "cat concat concatenate stack hstack vstack dstack matmul mm bmm mv dot outer add sub "
-        "subtract mul multiply div divide true_divide where maximum minimum fmax fmin pow "
-        "atan2 lerp addmm addmv addbmm baddbmm cdist dist cross kron logical_and logical_or "
-        "logical_xor eq ne lt le gt ge isclose allclose equal masked_select index_select "
-        "gather take_along_dim abs exp log log1p sqrt rsqrt sigmoid tanh relu softmax "
-        "log_softmax clamp clip flatten reshape squeeze unsqueeze transpose permute t "
-        "sum mean std var prod cumsum cumprod norm argmax argmin sort topk round floor ceil sign "
-        "neg square sin cos exp2 erf einsum bernoulli multinomial poisson tril triu diag "
-        "diagonal diag_embed roll flip"
-    ).split()
+KEEPING_FUNCTIONS = _torch("keeping_functions", "einsum", "norm", "cdist")
+# Those whose tensor arguments are all operands that must share one device (lengths, batch
+# sizes and index lists, which torch takes on the CPU, keep a function out). By hand: functions
+# whose index or bound operands must be on the input's device too.
+COMBINING_FUNCTIONS = _torch(
+    "operand_functions",
+    *(
+        "einsum norm cdist equal allclose masked_select index_select gather take_along_dim "
+        "clamp clip"
+    ).split(),
 )
 REDUCTIONS = frozenset("sum mean std var prod norm max min amax amin all any median".split())
-# Tensor methods whose result stays where the tensor is.
-PLACEMENT_KEEPING_METHODS = frozenset(
-    (
-        "detach clone contiguous float double half bfloat16 long int short bool byte char "
-        "view view_as reshape reshape_as unsqueeze squeeze flatten unflatten t transpose permute "
-        "expand expand_as repeat repeat_interleave narrow select index_select masked_fill "
-        "masked_fill_ fill_ zero_ add add_ sub sub_ mul mul_ div div_ pow abs exp log sqrt sigmoid "
-        "tanh relu softmax log_softmax clamp clamp_ clip argmax argmin cumsum flip roll sort topk "
-        "chunk split unbind requires_grad_ pin_memory type squeeze_ unsqueeze_ transpose_ "
-        "t_ round floor ceil neg sign eq ne lt le gt ge logical_not masked_select gather "
-        "scatter scatter_ index_add index_add_ sum mean std var prod norm max min amax amin all "
-        "any median matmul mm bmm tril triu tril_ triu_ diag diagonal"
-    ).split()
-)
+# Tensor methods whose result stays where the tensor is. By hand: `norm` and `pin_memory` (its
+# `device=` names no place for the data) in; out: what takes another tensor's device
+# (`type_as`, `set_`), `type` (`x.type(torch.cuda.FloatTensor)` moves it), the moves, and
+# `values`, which would read a dict's `.values()` as a tensor where a receiver's kind is unknown.
+PLACEMENT_KEEPING_METHODS = _names("keeping_methods", "norm", "pin_memory") - {
+    "type_as",
+    "set_",
+    "type",
+    "values",
+    *DEVICE_MOVES,
+}
 # Tensor methods that combine the tensor with tensor arguments, which must share its device.
-OPERAND_METHODS = frozenset(
-    (
-        "add add_ sub sub_ mul mul_ div div_ matmul mm bmm lt le gt ge eq ne masked_fill "
-        "masked_fill_ where logical_and logical_or maximum minimum index_select "
-        "gather scatter scatter_ index_add index_add_"
-    ).split()
-)
+# `copy_` copies across devices, and `*_as`/`type_as` read only a shape or dtype: not operands.
+OPERAND_METHODS = _names(
+    "operand_methods",
+    *(
+        "masked_fill masked_fill_ mm bmm index_select gather scatter scatter_ index_add index_add_"
+    ).split(),
+) - {"copy_", "expand_as", "reshape_as", "view_as", "type_as", "map_"}
 # Tensor factories as methods: `x.new_zeros(...)` lives where `x` does.
-NEW_METHODS = frozenset("new_zeros new_ones new_empty new_full new_tensor".split())
+NEW_METHODS = _names("new_methods")
+# Tensor methods returning Python numbers, booleans or lists: `.item()`, `.tolist()`, `.dim()`.
+HOST_METHODS = _names("host_methods")
 MODULE_SELF_METHODS = frozenset(
     "eval train half float double bfloat16 requires_grad_ share_memory apply to_empty".split()
 )

@@ -3,6 +3,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from devlint.analysis.imported import Feed, fed_modules
 from devlint.analysis.operations import Citations, find_mismatch, first_cpu_operand, operands
 from devlint.analysis.prefilter import CPU_TENSOR_SOURCE, DEVICE_OR_INPUT_SOURCE
 from devlint.analysis.syntax import call_arguments, dotted_name
@@ -233,6 +234,9 @@ class MissingDeviceMove(FlowRule):
             self._check_module_input(node, callee, arguments)
         elif callee.where is Where.INPUT and callee.kind is Kind.MODULE:
             self._check_layer_input(node, arguments)
+        if flow.project is not None:
+            for feed in fed_modules(flow.project, node):
+                self._check_fed_module(feed)
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
         self._check_forward_operation(node)
@@ -268,6 +272,33 @@ class MissingDeviceMove(FlowRule):
             f"`.to({module.placement.device})`",
             citations.cited(),
         )
+
+    def _check_fed_module(self, feed: Feed) -> None:
+        """`score(net, x)` where `score`, in another file, calls `net(x)`."""
+        flow = self.analysis.flow
+        module, given = flow.value_of(feed.module), flow.value_of(feed.given)
+        if not (
+            module.where is Where.DEVICE
+            and module.kind in (Kind.MODULE, Kind.UNKNOWN)
+            and given.is_cpu_tensor()
+        ):
+            return
+        citations = Citations()
+        cpu_evidence = citations.of(given.placement)
+        module_evidence = citations.of(module.placement)
+        self.report(
+            feed.given,
+            f"`{self.analysis.source_of(feed.given)}` is on the CPU ({cpu_evidence}) but "
+            f"{feed.function} passes it to {self._named(feed)}, {module_evidence}: move it with "
+            f"`.to({module.placement.device})`",
+            citations.cited(),
+        )
+
+    def _named(self, feed: Feed) -> str:
+        shown = self.analysis.source_of(feed.module)
+        if shown == feed.module_parameter:
+            return f"`{shown}`"
+        return f"`{feed.module_parameter}`, that is `{shown}`"
 
     def _check_layer_input(self, node: ast.Call, arguments: list[tuple[ast.expr, Value]]) -> None:
         found = first_cpu_operand(arguments)

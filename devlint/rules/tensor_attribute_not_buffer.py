@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping, Sequence
 from typing import Callable, Optional, Union
 
 from devlint.analysis.prefilter import FORWARD_METHOD, SELF_FACTORY_ASSIGNMENT
@@ -107,6 +108,16 @@ class TensorAttributeNotBuffer(FlowRule):
         "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
         "    def __init__(self):\n        super().__init__()\n        self.scale = torch.ones(4)\n"
         "    def forward(self, x):\n        return x",
+        # a local name assigned twice: which value is stored is not certain
+        "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
+        "    def __init__(self, dev):\n        super().__init__()\n        m = torch.ones(4)\n"
+        "        m = m.to(dev)\n        self.m = m\n"
+        "    def forward(self, x):\n        return x * self.m",
+        # a method `forward` never calls
+        "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.m = torch.ones(4) > 0\n"
+        "    def forward(self, x):\n        return x\n"
+        "    def debug(self, x):\n        return x * self.m",
         # `forward` reads none of its inputs: the tensor meets nothing on the module's device.
         "import torch\nfrom torch import nn\nclass Empty(nn.Module):\n"
         "    def __init__(self):\n        super().__init__()\n        self.p = torch.rand(3, 3)\n"
@@ -138,6 +149,39 @@ class TensorAttributeNotBuffer(FlowRule):
             8,
             9,
         ),
+        # a comparison made in `__init__`, sliced per step
+        Invalid(
+            "import torch\nfrom torch import nn\nclass Attention(nn.Module):\n"
+            "    def __init__(self, n):\n        super().__init__()\n"
+            "        self.mask = torch.tril(torch.ones(n, n)) == 0\n"
+            "    def forward(self, att):\n        T = att.size(-1)\n"
+            "        return att.masked_fill(self.mask[:T, :T], 0.0)",
+            6,
+            9,
+        ),
+        # inverted, read in a method `forward` calls
+        Invalid(
+            "import torch\nfrom torch import nn\nclass Attention(nn.Module):\n"
+            "    def __init__(self, n):\n        super().__init__()\n"
+            "        self.mask = ~torch.tril(torch.ones(n, n, dtype=torch.bool))\n"
+            "    def forward(self, att):\n        return self._masked(att)\n"
+            "    def _masked(self, att):\n"
+            "        return att.masked_fill(self.mask[: att.size(1)], 0.0)",
+            6,
+            9,
+            "yet `forward` uses it (line 10)",
+        ),
+        # through a local name `__init__` assigns once
+        Invalid(
+            "import torch\nfrom torch import nn\nclass Attention(nn.Module):\n"
+            "    def __init__(self, n):\n        super().__init__()\n"
+            "        self.n = torch.ones(n)\n"
+            "        causal = torch.tril(torch.ones(n, n))\n        self.mask = causal\n"
+            "    def forward(self, att):\n        return att * self.mask",
+            8,
+            9,
+            "`self.mask` is a plain tensor",
+        ),
     )
 
     @classmethod
@@ -164,10 +208,11 @@ class TensorAttributeNotBuffer(FlowRule):
             for name in _self_assignments(method)
         }
         moved_in_init = _moved_attributes(init)
+        run_by_forward = _methods_run_by(forward, methods)
         for assignment, attribute in self._plain_tensor_attributes(init):
             if attribute in reassigned or attribute in moved_in_init:
                 continue
-            use = _first_plain_use(forward, attribute, self._is_torch_call)
+            use = _first_plain_use(run_by_forward, attribute, self._is_torch_call)
             if use is not None:
                 self.report(
                     assignment,
@@ -179,26 +224,38 @@ class TensorAttributeNotBuffer(FlowRule):
 
     def _plain_tensor_attributes(self, init: FunctionNode) -> list[tuple[ast.Assign, str]]:
         found: list[tuple[ast.Assign, str]] = []
+        local = _single_local_assignments(init)
         for statement in init.body:
             if not isinstance(statement, ast.Assign) or len(statement.targets) != 1:
                 continue
             target = dotted_name(statement.targets[0])
             on_self = target and target.startswith("self.") and target.count(".") == 1
-            if on_self and target and self._is_plain_tensor(statement.value):
+            if on_self and target and self._is_plain_tensor(statement.value, local):
                 found.append((statement, target[len("self.") :]))
         return found
 
-    def _is_plain_tensor(self, value: ast.expr) -> bool:
+    def _is_plain_tensor(self, value: ast.expr, local: Mapping[str, ast.expr]) -> bool:
         """A tensor made on the CPU: a factory without `device=`, or what a placement-keeping
-        function, method, arithmetic or indexing makes of one (`torch.tril(torch.ones(n, n))`,
-        `torch.arange(n).float() * 2`, `torch.eye(n)[None]`)."""
-        if isinstance(value, ast.BinOp):
-            sides = (value.left, value.right)
-            return any(self._is_plain_tensor(side) for side in sides) and all(
-                isinstance(side, ast.Constant) or self._is_plain_tensor(side) for side in sides
+        function, method, arithmetic, comparison or indexing makes of one
+        (`torch.tril(torch.ones(n, n)) == 0`, `~torch.triu(...)`, `torch.eye(n)[None]`), also
+        through a local name `__init__` assigns once (`mask = torch.tril(...)`)."""
+        if isinstance(value, ast.Name):
+            held = local.get(value.id)
+            return held is not None and self._is_plain_tensor(held, {})
+        if isinstance(value, (ast.BinOp, ast.Compare)):
+            sides = (
+                (value.left, value.right)
+                if isinstance(value, ast.BinOp)
+                else (value.left, *value.comparators)
             )
+            return any(self._is_plain_tensor(side, local) for side in sides) and all(
+                isinstance(side, ast.Constant) or self._is_plain_tensor(side, local)
+                for side in sides
+            )
+        if isinstance(value, ast.UnaryOp) and isinstance(value.op, (ast.Invert, ast.USub)):
+            return self._is_plain_tensor(value.operand, local)
         if isinstance(value, ast.Subscript):
-            return self._is_plain_tensor(value.value)
+            return self._is_plain_tensor(value.value, local)
         if not isinstance(value, ast.Call) or keyword_value(value, "device") is not None:
             return False
         if any(keyword.arg is None for keyword in value.keywords):
@@ -207,19 +264,22 @@ class TensorAttributeNotBuffer(FlowRule):
         # `torch.arange(n).float()`; `torch.tril(...)` is a function, read below.
         method = func.attr if isinstance(func, ast.Attribute) else ""
         receiver = func.value if isinstance(func, ast.Attribute) else None
-        if method in PLACEMENT_KEEPING_METHODS and receiver and self._is_plain_tensor(receiver):
+        if (
+            method in PLACEMENT_KEEPING_METHODS
+            and receiver
+            and self._is_plain_tensor(receiver, local)
+        ):
             return True
         qualified = self.analysis.names.qualified_syntax_name(func)
         if qualified in COMBINING_FUNCTIONS:
             passed = call_arguments(value)
-            return bool(passed) and self._is_plain_tensor(passed[0])
+            return bool(passed) and self._is_plain_tensor(passed[0], local)
         if qualified not in FACTORIES or argument(value, -1, "device") is not None:
             return False
         if qualified in SCALAR_CAPABLE_FACTORIES:
             passed = call_arguments(value)
             return bool(passed) and isinstance(passed[0], (ast.List, ast.Tuple, ast.ListComp))
         return True
-
 
     def _is_torch_call(self, call: ast.Call) -> bool:
         qualified = self.analysis.names.qualified_syntax_name(call.func) or ""
@@ -268,11 +328,61 @@ def _calls_a_layer(call: ast.Call) -> bool:
     return isinstance(call.func, ast.Attribute) and dotted_name(call.func.value) == "self"
 
 
+def _single_local_assignments(function: FunctionNode) -> dict[str, ast.expr]:
+    """The local names a function's top level assigns exactly once, and nowhere else."""
+    counts: dict[str, int] = {}
+    for node in nodes_below(function):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            counts[node.id] = counts.get(node.id, 0) + 1
+    return {
+        statement.targets[0].id: statement.value
+        for statement in function.body
+        if isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name)
+        and counts.get(statement.targets[0].id) == 1
+    }
+
+
+def _methods_run_by(
+    forward: FunctionNode, methods: Mapping[str, FunctionNode]
+) -> list[FunctionNode]:
+    """`forward` and the methods of its class it calls as `self.name(...)`, transitively: they
+    run on the module's device too."""
+    reached = [forward]
+    index = 0
+    while index < len(reached):
+        for node in nodes_below(reached[index]):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and dotted_name(node.func.value) == "self"
+            ):
+                method = methods.get(node.func.attr)
+                if method is not None and method not in reached and node.func.attr != "__init__":
+                    reached.append(method)
+        index += 1
+    return reached
+
+
 def _first_plain_use(
+    run_by_forward: Sequence[FunctionNode],
+    attribute: str,
+    is_torch_call: Callable[[ast.Call], bool],
+) -> Optional[ast.Attribute]:
+    """The first read of `self.<attribute>` in ``run_by_forward`` (`forward` first) that does
+    not adapt it (`self.x.to(...)` does) and is not handed to a helper of the project, which may
+    move it (`add_tokens(x, self.x)`)."""
+    for function in run_by_forward:
+        use = _first_plain_use_in(function, attribute, is_torch_call)
+        if use is not None:
+            return use
+    return None
+
+
+def _first_plain_use_in(
     forward: FunctionNode, attribute: str, is_torch_call: Callable[[ast.Call], bool]
 ) -> Optional[ast.Attribute]:
-    """The first read of `self.<attribute>` that does not adapt it (`self.x.to(...)` does) and
-    is not handed to a helper of the project, which may move it (`add_tokens(x, self.x)`)."""
     nodes = [node for statement in forward.body for node in nodes_below(statement)]
     calls = [node for node in nodes if isinstance(node, ast.Call)]
     adapted = {

@@ -1,0 +1,91 @@
+"""What the device flow learns from the summaries of imported project files.
+
+A call of an imported project class or function evaluates to what its summary says (a module
+or a tensor made on the CPU); a call of an imported function that hands one of its arguments
+to another (`score(net, x)` where `score` calls `net(x)`) pairs those arguments, so that a
+rule can check them as if the call were written in the caller's file.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from dataclasses import dataclass
+from typing import Optional
+
+from devlint.analysis.project import Found, ProjectView
+from devlint.analysis.syntax import dotted_name
+from devlint.analysis.values import Kind, Placement, Value, Where
+
+
+def _shown(found: Found) -> str:
+    return f"`{found.name}` of {os.path.basename(found.path)}"
+
+
+def imported_value(view: ProjectView, node: ast.Call) -> Optional[Value]:
+    """The value of a call of an imported project class or function, where its summary says."""
+    found = view.lookup(dotted_name(node.func))
+    if found is None:
+        return None
+    if found.kind == "class":
+        if not view.is_module_class(found):
+            return None
+        evidence = f"created on the CPU ({_shown(found)} is an nn.Module)"
+        return Value(Kind.MODULE, Placement(Where.CPU, evidence=evidence, origin=node))
+    returns = found.facts.get("returns")
+    if returns == "cpu_tensor":
+        evidence = f"returned on the CPU by {_shown(found)}"
+        return Value(Kind.TENSOR, Placement(Where.CPU, evidence=evidence, origin=node))
+    if returns == "cpu_module":
+        evidence = f"a module returned on the CPU by {_shown(found)}"
+        return Value(Kind.MODULE, Placement(Where.CPU, evidence=evidence, origin=node))
+    return None
+
+
+@dataclass(frozen=True)
+class Feed:
+    """`score(net, x)`: the imported function calls its parameter `module` with `given`."""
+
+    given: ast.expr
+    module: ast.expr
+    given_parameter: str
+    module_parameter: str
+    function: str  # as shown in messages: "`score` of utils.py"
+
+
+def fed_modules(view: ProjectView, node: ast.Call) -> list[Feed]:
+    """The argument pairs of a call of an imported function that calls one with the other."""
+    if not isinstance(node.func, (ast.Name, ast.Attribute)):
+        return []
+    found = view.lookup(dotted_name(node.func))
+    if found is None or found.kind != "function" or not found.facts.get("feeds"):
+        return []
+    passed: dict[str, ast.expr] = {}
+    parameters: list[str] = found.facts["parameters"]
+    if any(isinstance(argument, ast.Starred) for argument in node.args):
+        return []
+    for parameter, argument in zip(parameters, node.args):
+        passed[parameter] = argument
+    for keyword in node.keywords:
+        if keyword.arg is not None:
+            passed[keyword.arg] = keyword.value
+    feeds = []
+    for given, module in found.facts["feeds"]:
+        if given in passed and module in passed:
+            feeds.append(Feed(passed[given], passed[module], given, module, _shown(found)))
+    return feeds
+
+
+def imported_attribute(view: ProjectView, node: ast.Attribute) -> Optional[Value]:
+    """`net.mask` where `net = Net()` of another project file, whose `__init__` makes `mask` a
+    plain CPU tensor and which defines no `to()`: after `net.to(device)` it is still on the CPU."""
+    if not isinstance(node.value, ast.Name):
+        return None
+    found = view.instances().get(node.value.id)
+    if found is None or node.attr not in found.facts["cpu_attributes"]:
+        return None
+    evidence = (
+        f"a plain tensor attribute that `{found.name}.__init__` makes on the CPU "
+        f"({os.path.basename(found.path)}), which `.to()` does not move"
+    )
+    return Value(Kind.TENSOR, Placement(Where.CPU, evidence=evidence))

@@ -1,0 +1,237 @@
+"""What other files need to know of one file: the summary of its classes and functions.
+
+A summary is computed from CPython's tree of the file alone, cheaply (no flow analysis), and is
+plain JSON, so that it can be cached by the file's content and compared by digest: a file whose
+summary did not change does not invalidate the files that import it.
+
+- a class: its bases (qualified where an import names them), whether it is an ``nn.Module``
+  (through torch or a class of the same file; bases in other project files are followed by
+  :mod:`devlint.analysis.project`), whether it defines ``to()``, and the attributes its
+  ``__init__`` sets to a tensor made on the CPU (``self.mask = torch.ones(...)``);
+- a function: its parameters, what it returns when that is certain (a tensor made on the CPU,
+  a module made on the CPU), and which parameters it passes to a call of another parameter
+  (``def score(net, x): return net(x)``: ``x`` runs where ``net`` lives).
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+from collections.abc import Iterator
+from typing import Any, Optional, Union
+
+from devlint.analysis.syntax import dotted_name, keyword_value
+from devlint.analysis.torch_api import (
+    FACTORIES,
+    MODULE_BASES,
+    SCALAR_CAPABLE_FACTORIES,
+    is_parameterless_class,
+    is_torch_nn_class,
+)
+
+Summary = dict[str, Any]
+FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+FORMAT = 1
+
+
+def summary_digest(summary: Summary) -> str:
+    text = json.dumps(summary, sort_keys=True, separators=(",", ":"))
+    return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
+
+
+def imported_names(tree: ast.Module) -> dict[str, tuple[int, str]]:
+    """Module-level imports: local name -> (relative level, dotted target). `import a.b` binds
+    `a` to `a`; `from .m import x as y` binds `y` to (1, "m.x")."""
+    bound: dict[str, tuple[int, str]] = {}
+    for statement in _module_statements(tree.body):
+        if isinstance(statement, ast.Import):
+            for alias in statement.names:
+                if alias.asname is not None:
+                    bound[alias.asname] = (0, alias.name)
+                else:
+                    top = alias.name.split(".", 1)[0]
+                    bound[top] = (0, top)
+        elif isinstance(statement, ast.ImportFrom):
+            module = statement.module or ""
+            for alias in statement.names:
+                if alias.name != "*":
+                    target = f"{module}.{alias.name}" if module else alias.name
+                    bound[alias.asname or alias.name] = (statement.level, target)
+    return bound
+
+
+def _module_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    for statement in body:
+        yield statement
+        if isinstance(statement, ast.If):
+            yield from _module_statements([*statement.body, *statement.orelse])
+        elif isinstance(statement, ast.Try):
+            handlers = [inner for handler in statement.handlers for inner in handler.body]
+            yield from _module_statements([*statement.body, *handlers, *statement.orelse])
+
+
+class _Summariser:
+    def __init__(self, tree: ast.Module) -> None:
+        self.tree = tree
+        self.imports = imported_names(tree)
+        self.classes = {s.name: s for s in tree.body if isinstance(s, ast.ClassDef)}
+
+    def qualified(self, node: ast.AST) -> str:
+        """A dotted name with its imported head replaced: `nn.Module` -> `torch.nn.Module`;
+        relative imports keep their dots (`.model.Net`)."""
+        dotted = dotted_name(node) or ""
+        head, _, rest = dotted.partition(".")
+        bound = self.imports.get(head)
+        if bound is None:
+            return dotted
+        level, target = bound
+        full = f"{target}.{rest}" if rest else target
+        return "." * level + full
+
+    def is_module(self, name: str, seen: frozenset[str] = frozenset()) -> Optional[bool]:
+        """True: derives from nn.Module; None: a base is outside this file and torch."""
+        facts = self.classes.get(name)
+        if facts is None or name in seen:
+            return False
+        unknown = False
+        for base in facts.bases:
+            qualified = self.qualified(base)
+            if qualified in MODULE_BASES or is_torch_nn_class(qualified):
+                return True
+            if qualified in self.classes:
+                inner = self.is_module(qualified, seen | {name})
+                if inner:
+                    return True
+                unknown = unknown or inner is None
+            elif qualified not in ("object", "") and not qualified.startswith("torch."):
+                unknown = True
+        return None if unknown else False
+
+    def makes_cpu_tensor(self, value: Optional[ast.expr]) -> bool:
+        """A factory call without `device=` (`torch.zeros(n)`), or a method chain on one."""
+        while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+            if self.qualified(value.func) in FACTORIES:
+                break
+            if value.func.attr in ("to", "cuda", "type_as", "type"):
+                return False
+            value = value.func.value
+        if not isinstance(value, ast.Call):
+            return False
+        qualified = self.qualified(value.func)
+        if qualified not in FACTORIES or keyword_value(value, "device") is not None:
+            return False
+        if any(keyword.arg is None for keyword in value.keywords):
+            return False  # `**kwargs` may hold a device
+        if qualified in SCALAR_CAPABLE_FACTORIES:
+            return bool(value.args) and isinstance(value.args[0], (ast.List, ast.Tuple))
+        return True
+
+    def makes_module(self, value: Optional[ast.expr]) -> bool:
+        if not isinstance(value, ast.Call):
+            return False
+        qualified = self.qualified(value.func)
+        if is_torch_nn_class(qualified):
+            return not is_parameterless_class(qualified)
+        return qualified in self.classes and bool(self.is_module(qualified))
+
+    def summarise_class(self, node: ast.ClassDef) -> Summary:
+        methods = {s.name: s for s in node.body if isinstance(s, _FUNCTIONS)}
+        init = methods.get("__init__")
+        attributes = sorted(self._cpu_attributes(init, methods)) if init is not None else []
+        module = self.is_module(node.name)
+        return {
+            "bases": [self.qualified(base) for base in node.bases],
+            "module": module,
+            "defines_to": "to" in methods or "_apply" in methods,
+            "cpu_attributes": attributes,
+        }
+
+    def _cpu_attributes(self, init: FunctionNode, methods: dict[str, FunctionNode]) -> set[str]:
+        found: set[str] = set()
+        for statement in init.body:
+            if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+                target = dotted_name(statement.targets[0]) or ""
+                on_self = target.count(".") == 1 and target.startswith("self.")
+                if on_self and self.makes_cpu_tensor(statement.value):
+                    found.add(target[len("self.") :])
+        if not found:
+            return found
+        for method in methods.values():
+            for node in ast.walk(method):
+                if isinstance(node, ast.Assign) and method is not init:
+                    for assigned in node.targets:
+                        found.discard((dotted_name(assigned) or "").removeprefix("self."))
+        return found
+
+    def summarise_function(self, node: FunctionNode) -> Summary:
+        arguments = node.args
+        parameters = [p.arg for p in (*arguments.posonlyargs, *arguments.args)]
+        keywords = [p.arg for p in arguments.kwonlyargs]
+        # One walk of the body: what it returns, the names it assigns, the calls of names.
+        returns: list[Optional[ast.expr]] = []
+        assigned: set[str] = set()
+        calls: list[ast.Call] = []
+        for inner in _own_nodes(node):
+            kind = type(inner)
+            if kind is ast.Return:
+                returns.append(inner.value)  # type: ignore[attr-defined]
+            elif kind is ast.Name:
+                if type(inner.ctx) is not ast.Load:  # type: ignore[attr-defined]
+                    assigned.add(inner.id)  # type: ignore[attr-defined]
+            elif kind is ast.Call and type(inner.func) is ast.Name:  # type: ignore[attr-defined]
+                calls.append(inner)  # type: ignore[arg-type]
+        result = None
+        if returns and all(self.makes_cpu_tensor(value) for value in returns):
+            result = "cpu_tensor"
+        elif returns and all(self.makes_module(value) for value in returns):
+            result = "cpu_module"
+        return {
+            "parameters": parameters,
+            "keywords": keywords,
+            "returns": result,
+            "feeds": _feeds(calls, {*parameters, *keywords} - assigned),
+        }
+
+
+def _feeds(calls: list[ast.Call], usable: set[str]) -> list[list[str]]:
+    """[input, module] pairs: the function calls parameter `module` with parameter `input`
+    unchanged (`net(x)`); ``usable``: the parameters the function never reassigns."""
+    pairs: set[tuple[str, str]] = set()
+    for call in calls:
+        module = call.func.id  # type: ignore[attr-defined]
+        if module not in usable:
+            continue
+        for passed in call.args:
+            if type(passed) is ast.Name and passed.id in usable and passed.id != module:
+                pairs.add((passed.id, module))
+    return sorted([list(pair) for pair in pairs])
+
+
+def _own_nodes(function: FunctionNode) -> Iterator[ast.AST]:
+    """The nodes of a function's body, not those of functions or classes nested in it."""
+    pending: list[ast.AST] = list(function.body)
+    while pending:
+        node = pending.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, (*_FUNCTIONS, ast.ClassDef, ast.Lambda)):
+                pending.append(child)
+
+
+def summarise(tree: ast.Module) -> Summary:
+    """The summary of a file's top-level classes and functions, and of its imports."""
+    summariser = _Summariser(tree)
+    return {
+        "format": FORMAT,
+        "imports": {name: [level, target] for name, (level, target) in summariser.imports.items()},
+        "classes": {
+            name: summariser.summarise_class(node) for name, node in summariser.classes.items()
+        },
+        "functions": {
+            statement.name: summariser.summarise_function(statement)
+            for statement in tree.body
+            if isinstance(statement, _FUNCTIONS)
+        },
+    }

@@ -1,0 +1,273 @@
+"""Across files: imports of project modules resolve to their files, whose summaries the flow
+reads; the results cache re-lints a file when a summary it read changes, and only then."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from devlint import parallel
+from devlint.analysis.project import ProjectView
+from devlint.analysis.summaries import summarise
+from devlint.api import lint_paths
+from devlint.complexity import parse_quietly
+from devlint.config import ConfigResolver, RuleSelection
+from devlint.report import RunSummary
+
+from .helpers import findings_of, run_cli
+
+MODEL = """\
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+        self.scale = torch.ones(2)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+def make_features(n):
+    return torch.randn(n, 4)
+"""
+UTILS = """\
+def score(net, features, targets):
+    out = net(features)
+    return (out.argmax(1) == targets).float().mean()
+
+
+def safe_score(net, features, device):
+    features = features.to(device)
+    return net(features)
+"""
+TRAIN = """\
+import torch
+from model import Net, make_features
+from utils import safe_score, score
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+net = Net()
+net.to(device)
+features = torch.randn(8, 4)
+targets = torch.zeros(8)
+print(score(net, features, targets))
+print(safe_score(net, features, device))
+x = make_features(3)
+y = net(x)
+"""
+_clock = [time.time_ns() - 3600 * 1_000_000_000]
+
+
+def _write(path: Path, text: str) -> None:
+    """Write with a time no earlier write had, so that every edit is seen."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    _clock[0] += 10_000_000_000
+    os.utime(path, ns=(_clock[0], _clock[0]))
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    _write(root / "pyproject.toml", "")
+    _write(root / "model.py", MODEL)
+    _write(root / "utils.py", UTILS)
+    _write(root / "train.py", TRAIN)
+    return root
+
+
+@pytest.fixture
+def linted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The files actually linted (not answered from the cache) during a test."""
+    seen: list[str] = []
+    real = parallel.lint_path
+
+    def counting(path: Path, codes: frozenset[str]) -> object:
+        seen.append(path.name)
+        return real(path, codes)
+
+    monkeypatch.setattr(parallel, "lint_path", counting)
+    return seen
+
+
+def _lint(root: Path, cache_dir: Path | None = None) -> RunSummary:
+    resolver = ConfigResolver(RuleSelection(("DEV005", "DEV006", "DEV009")))
+    return lint_paths([root], resolver, False, cache_dir=cache_dir)
+
+
+def _found(summary: RunSummary) -> list[tuple[str, str, int, int]]:
+    return [(Path(f.path).name, f.code, f.start.row, f.start.column) for f in summary.findings]
+
+
+def test_a_model_and_a_helper_of_other_files_carry_placements(project: Path) -> None:
+    summary = _lint(project)
+    assert _found(summary) == [
+        ("train.py", "DEV005", 10, 18),  # `features`: `score` hands it to `net`
+        ("train.py", "DEV005", 13, 9),  # `x`: returned on the CPU by `make_features`
+    ]  # `safe_score` moves its input itself: silent
+    messages = [finding.message for finding in summary.findings]
+    assert "`score` of utils.py passes it to `net`, moved to `device` at line 7" in messages[0]
+    assert "returned on the CPU by `make_features` of model.py at line 12" in messages[1]
+
+
+def test_without_the_imported_files_nothing_is_known(project: Path, tmp_path: Path) -> None:
+    alone = tmp_path / "alone"
+    _write(alone / "train.py", TRAIN)
+    assert _found(_lint(alone)) == []
+
+
+def test_relative_imports_src_layout_and_re_exports(tmp_path: Path) -> None:
+    root = tmp_path / "lib"
+    _write(root / "pyproject.toml", "")
+    _write(root / "src" / "pkg" / "__init__.py", "from .helpers import score\n")
+    _write(root / "src" / "pkg" / "helpers.py", UTILS)
+    _write(root / "src" / "pkg" / "models" / "__init__.py", "")
+    _write(root / "src" / "pkg" / "models" / "net.py", MODEL)
+    _write(
+        root / "src" / "pkg" / "run.py",
+        "import torch\nfrom .models.net import make_features\nimport pkg\n"
+        "model = torch.nn.Linear(4, 2).cuda()\n"
+        "a = make_features(2)\nmodel(a)\npkg.score(model, torch.ones(2, 4), None)\n",
+    )
+    _write(
+        root / "scripts" / "go.py",
+        "import torch\nfrom pkg.helpers import score\n"
+        "model = torch.nn.Linear(4, 2).cuda()\nscore(model, torch.ones(2, 4), None)\n",
+    )
+    assert _found(_lint(root)) == [
+        ("go.py", "DEV005", 4, 14),
+        ("run.py", "DEV005", 6, 7),
+        ("run.py", "DEV005", 7, 18),
+    ]
+
+
+def test_summaries_say_what_other_files_need() -> None:
+    summary = summarise(parse_quietly(MODEL + UTILS))
+    assert summary["classes"]["Net"]["module"] is True
+    assert summary["classes"]["Net"]["cpu_attributes"] == ["scale"]
+    assert summary["classes"]["Net"]["defines_to"] is False
+    assert summary["functions"]["make_features"]["returns"] == "cpu_tensor"
+    assert summary["functions"]["score"]["feeds"] == [["features", "net"]]
+    assert summary["functions"]["safe_score"]["feeds"] == []  # moved before the call
+
+
+def test_a_view_resolves_only_project_files(project: Path) -> None:
+    train = str(project / "train.py")
+    view = ProjectView.of(train, parse_quietly(TRAIN))
+    assert view is not None
+    found = view.lookup("Net")
+    assert found is not None and found.kind == "class" and view.is_module_class(found)
+    assert view.lookup("torch.zeros") is None
+    assert view.lookup("missing") is None
+
+
+def test_an_unchanged_project_relints_from_the_cache(
+    project: Path, tmp_path: Path, linted: list[str]
+) -> None:
+    cache_dir = tmp_path / "cache"
+    first = _found(_lint(project, cache_dir))
+    assert sorted(linted) == ["model.py", "train.py", "utils.py"]
+    linted.clear()
+    assert _found(_lint(project, cache_dir)) == first
+    assert linted == []
+
+
+def test_a_changed_summary_relints_its_dependents_only(
+    project: Path, tmp_path: Path, linted: list[str]
+) -> None:
+    cache_dir = tmp_path / "cache"
+    _lint(project, cache_dir)
+    linted.clear()
+    # `make_features` now returns a tensor on the device: `train.py` must be analysed again.
+    _write(project / "model.py", MODEL.replace("torch.randn(n, 4)", "torch.randn(n, 4).cuda()"))
+    summary = _lint(project, cache_dir)
+    assert sorted(linted) == ["model.py", "train.py"]
+    assert _found(summary) == [("train.py", "DEV005", 10, 18)]
+
+
+def test_an_edit_that_keeps_the_summary_relints_the_file_alone(
+    project: Path, tmp_path: Path, linted: list[str]
+) -> None:
+    cache_dir = tmp_path / "cache"
+    first = _found(_lint(project, cache_dir))
+    linted.clear()
+    _write(project / "utils.py", "# scoring helpers\n" + UTILS)
+    assert _found(_lint(project, cache_dir)) == first
+    assert linted == ["utils.py"]
+
+
+def test_the_command_line_reads_other_files(project: Path) -> None:
+    completed = run_cli("check", "--select", "DEV005", ".", cwd=project)
+    assert completed.returncode == 1
+    assert [(path, row, code) for path, row, _, code in findings_of(completed.stdout)] == [
+        ("train.py", 10, "DEV005"),
+        ("train.py", 13, "DEV005"),
+    ]
+
+
+INFER = """\
+import torch
+from model import Net
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+net = Net().to(device)
+labels = torch.zeros(3)
+x = torch.randn(3, 4, device=device)
+out = net(x) * net.scale
+"""
+
+
+def test_a_plain_attribute_of_an_imported_module_stays_behind(project: Path) -> None:
+    _write(project / "infer.py", INFER)
+    summary = _lint(project)
+    assert ("infer.py", "DEV006", 8, 7) in _found(summary)
+    message = next(f.message for f in summary.findings if Path(f.path).name == "infer.py")
+    assert "`net.scale` is on the CPU (a plain tensor attribute that `Net.__init__` makes" in (
+        message
+    )
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        # a buffer moves with the module
+        ("self.scale = torch.ones(2)", 'self.register_buffer("scale", torch.ones(2))'),
+        # a class with its own `to()` may move its attributes
+        (
+            "    def forward(self, x):",
+            "    def to(self, *a):\n        return self\n\n    def forward(self, x):",
+        ),
+    ],
+)
+def test_an_attribute_the_module_moves_is_not_reported(
+    project: Path, change: tuple[str, str]
+) -> None:
+    _write(project / "model.py", MODEL.replace(*change))
+    _write(project / "infer.py", INFER)
+    assert [f for f in _found(_lint(project)) if f[0] == "infer.py"] == []
+
+
+def test_a_module_imported_under_an_alias(tmp_path: Path) -> None:
+    root = tmp_path / "aliased"
+    _write(root / "pyproject.toml", "")
+    _write(root / "pkg" / "__init__.py", "")
+    _write(root / "pkg" / "helpers.py", UTILS)
+    _write(
+        root / "main.py",
+        "import torch\nimport pkg.helpers as h\n"
+        "model = torch.nn.Linear(4, 2).cuda()\nh.score(model, torch.ones(2, 4), None)\n"
+        "h.score(model, torch.ones(2, 4).cuda(), None)\n",
+    )
+    assert _found(_lint(root)) == [("main.py", "DEV005", 4, 16)]
+
+
+def test_a_file_importing_only_libraries_has_no_view(tmp_path: Path) -> None:
+    tree = parse_quietly("import torch\nimport numpy as np\nfrom typing import Optional\n")
+    assert ProjectView.of(str(tmp_path / "x.py"), tree) is None
