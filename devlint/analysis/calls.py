@@ -109,7 +109,9 @@ class CallEvaluator:
     def summary(self, function: FunctionNode) -> Value:
         raise NotImplementedError
 
-    def bind(self, target: ast.expr, value: Value, env: Env, unit: Unit) -> None:
+    def bind(
+        self, target: ast.expr, value: Value, env: Env, unit: Unit, keep_attributes: bool = False
+    ) -> None:
         raise NotImplementedError
 
     def _source(self, node: ast.AST) -> str:
@@ -554,6 +556,9 @@ class CallEvaluator:
         if placement is None or receiver.scatters:
             return receiver if receiver.kind is not Kind.UNKNOWN else UNKNOWN
         receiver_name = dotted_name(func.value)
+        if receiver_name is not None and receiver.kind in (Kind.UNKNOWN, Kind.BATCH):
+            # (a module's `.to()` leaves its plain tensor attributes behind: DEV009's concern)
+            _move_attributes(env, receiver_name, placement)
         if receiver.kind is Kind.MODULE or (bare and receiver.kind is Kind.UNKNOWN):
             # Module.to works in place: the name itself now refers to a moved module.
             moved = Value(Kind.MODULE, placement, has_parameters=receiver.has_parameters,
@@ -564,6 +569,18 @@ class CallEvaluator:
         if receiver.kind in (Kind.TENSOR, Kind.BATCH):
             return Value(receiver.kind, placement, scalar=receiver.scalar)
         return Value(Kind.UNKNOWN, placement)
+
+
+def _move_attributes(env: Env, name: str, placement: Placement) -> None:
+    """`data.to(device)` on an object that is no tensor: a graph `Data`, a `BatchEncoding` or a
+    class defining `to` moves the tensors it holds, so its tensor attributes move with it."""
+    prefix = name + "."
+    for key in [key for key in env if key.startswith(prefix)]:
+        held = env[key]
+        if held.kind is Kind.TENSOR or held.kind is Kind.BATCH:
+            env[key] = held.placed(placement)
+        elif held.where is not Where.UNKNOWN:
+            env[key] = UNKNOWN
 
 
 _Evaluator = Callable[[CallEvaluator, ast.expr, "Env", "Unit"], Value]

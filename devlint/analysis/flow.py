@@ -24,6 +24,7 @@ from typing import Any, Optional, Union
 
 from devlint.analysis.calls import CallEvaluator
 from devlint.analysis.guards import expects_error_in_syntax
+from devlint.analysis.loops import loop_head, run_to_fixpoint
 from devlint.analysis.names import ImportMap
 from devlint.analysis.parameters import (
     names_used_as_tensors,
@@ -117,6 +118,7 @@ class DeviceFlow(CallEvaluator):
         self.visits: list[tuple[ast.AST, Optional[ast.stmt]]] = []
         self.statement: Optional[ast.stmt] = None
         self.expecting_failure = 0
+        self.loop_depth = 0  # loops being run to a fixpoint around the statement
         self.globals: Env = {}
         self.default_device_changed = "set_default_device" in text.source or (
             "set_default_tensor_type" in text.source
@@ -360,8 +362,10 @@ class DeviceFlow(CallEvaluator):
 
     def _exec_assign(self, statement: ast.Assign, env: Env, unit: Unit) -> bool:
         value = self.eval(statement.value, env, unit)
+        moved = _moved_name(statement.value)
         for target in statement.targets:
-            self.bind(target, value, env, unit)
+            # `data = data.to(device)` keeps the attributes the move took along.
+            self.bind(target, value, env, unit, keep_attributes=moved == dotted_name(target))
         return True
 
     def _exec_annotated(self, statement: ast.AnnAssign, env: Env, unit: Unit) -> bool:
@@ -372,6 +376,8 @@ class DeviceFlow(CallEvaluator):
     def _exec_augmented(self, statement: ast.AugAssign, env: Env, unit: Unit) -> bool:
         current = self.eval(statement.target, env, unit)
         operand = self.eval(statement.value, env, unit)
+        if current.kind is Kind.TENSOR and current.where is not Where.UNKNOWN:
+            return True  # `t += u` works in place: `t` stays where it is (or the line fails)
         if current.kind is not Kind.UNKNOWN or current.where is not Where.UNKNOWN:
             self.bind(statement.target, combine([current, operand]), env, unit)
         return True
@@ -422,18 +428,28 @@ class DeviceFlow(CallEvaluator):
 
     def _exec_for(self, node: Union[ast.For, ast.AsyncFor], env: Env, unit: Unit) -> bool:
         iterable = self.eval(node.iter, env, unit)
-        body_env = dict(env)
-        self.bind(node.target, iterable.item or UNKNOWN, body_env, unit)
-        self.exec_block(node.body, body_env, unit)
-        merged = merge(env, body_env)
-        _replace(env, merged)
+        item = iterable.item or UNKNOWN
+
+        def iteration(body_env: Env) -> Env:
+            self.bind(node.target, item, body_env, unit)
+            self.exec_block(node.body, body_env, unit)
+            return body_env
+
+        head = run_to_fixpoint(self, env, iteration)
+        _replace(env, loop_head(env, iteration(dict(head))))
         return self.exec_block(node.orelse, env, unit) is not None
 
     def _exec_while(self, node: ast.While, env: Env, unit: Unit) -> bool:
-        self.eval(node.test, env, unit)
-        body_env = dict(env)
-        self.exec_block(node.body, body_env, unit)
-        return _replace(env, merge(env, body_env))
+        def iteration(body_env: Env) -> Env:
+            self.eval(node.test, body_env, unit)
+            self.exec_block(node.body, body_env, unit)
+            return body_env
+
+        head = run_to_fixpoint(self, env, iteration)
+        final = dict(head)
+        self.eval(node.test, final, unit)
+        self.exec_block(node.body, final, unit)
+        return _replace(env, loop_head(env, final))
 
     def _exec_with(self, node: Union[ast.With, ast.AsyncWith], env: Env, unit: Unit) -> bool:
         expects_error = expects_error_in_syntax(node, self.names)
@@ -482,7 +498,9 @@ class DeviceFlow(CallEvaluator):
 
     # -- binding -------------------------------------------------------------------------
 
-    def bind(self, target: ast.expr, value: Value, env: Env, unit: Unit) -> None:
+    def bind(
+        self, target: ast.expr, value: Value, env: Env, unit: Unit, keep_attributes: bool = False
+    ) -> None:
         if isinstance(target, (ast.Tuple, ast.List)):
             elements = target.elts
             for index, element in enumerate(elements):
@@ -499,9 +517,26 @@ class DeviceFlow(CallEvaluator):
             return
         dotted = dotted_name(target)
         if dotted is not None:
+            if not keep_attributes:
+                forget_attributes(env, dotted)  # they were another object's
             env[dotted] = value
             if self.recording and value is not UNKNOWN:
                 self.values[target] = value
+
+
+def forget_attributes(env: Env, name: str) -> None:
+    """``name`` now holds another object: what was known of its attributes is not."""
+    prefix = name + "."
+    for key in [key for key in env if key.startswith(prefix)]:
+        del env[key]
+
+
+def _moved_name(value: ast.expr) -> Optional[str]:
+    """The name `data.to(device)` moves."""
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+        if value.func.attr in ("to", "cuda", "cpu"):
+            return dotted_name(value.func.value)
+    return None
 
 
 def _omitted_parameter(test: ast.expr, function: Optional[FunctionNode]) -> Optional[str]:
