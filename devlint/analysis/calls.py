@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+from dataclasses import replace
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Optional, Union
 
@@ -46,6 +47,7 @@ from devlint.analysis.values import (
     Placement,
     Value,
     Where,
+    appended,
     combine,
     cpu_loader,
     join,
@@ -57,6 +59,7 @@ if TYPE_CHECKING:
 _PASS_THROUGH_ITERATORS = frozenset(
     {"iter", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm"}
 )
+_PARAMETER_METHODS = frozenset({"parameters", "buffers", "named_parameters", "named_buffers"})
 # `dt`, `ori_dt`, `self.compute_dt`: how code abbreviates a dtype variable.
 _DTYPE_ABBREVIATION = re.compile(r"(?:^|[._])dt$")
 _TENSOR_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data", "real", "imag", "grad"})
@@ -211,7 +214,7 @@ class CallEvaluator:
         )
         if any(type(element) is ast.Starred for element in node.elts):
             return UNKNOWN
-        return Value(Kind.SEQUENCE, elements=elements)
+        return Value(Kind.SEQUENCE, elements=elements, empty=not elements)
 
     def _dict(self, node: ast.Dict, env: Env, unit: Unit) -> Value:
         held: list[Value] = []
@@ -254,6 +257,8 @@ class CallEvaluator:
             and -len(container.elements) <= index < len(container.elements)
         ):
             return container.elements[index]
+        if container.kind is Kind.SEQUENCE and not container.elements and slices_only is False:
+            return container.item or UNKNOWN  # `ts[0]` of `[t.to(d) for t in ts]`
         return UNKNOWN
 
     def _comprehension(
@@ -380,7 +385,10 @@ class CallEvaluator:
         self, node: ast.Call, qualified: str, arguments: list[Value], env: Env, unit: Unit
     ) -> Value:
         if qualified in FACTORIES:
-            return self._created(node, qualified, env, unit, None)
+            created = self._created(node, qualified, env, unit, None)
+            if created.scalar and arguments and arguments[0].kind is Kind.SEQUENCE:
+                return replace(created, scalar=False)  # `torch.tensor(freqs)` of a list
+            return created
         if qualified in LIKE_FACTORIES:
             return self._created(node, qualified, env, unit, arguments[0] if arguments else UNKNOWN)
         if qualified == "torch.device":
@@ -524,6 +532,13 @@ class CallEvaluator:
             return receiver
         if method == "from_pretrained":
             return Value(Kind.MODULE)
+        if receiver.kind is Kind.MODULE and method in _PARAMETER_METHODS:
+            return self._parameters_of(func, method, receiver, unit)
+        if receiver.kind is Kind.SEQUENCE and method == "append" and len(arguments) == 1:
+            name = dotted_name(func.value)
+            if name is not None and env.get(name) is receiver:
+                env[name] = appended(receiver, arguments[0])
+            return UNKNOWN
         if receiver.kind is Kind.BATCH and method in ("items", "values"):
             element = Value(Kind.TENSOR, receiver.placement)
             item = (
@@ -541,6 +556,22 @@ class CallEvaluator:
             # `self.encoder(x)` inside forward: a submodule runs where the module's inputs are.
             return Value(Kind.TENSOR, receiver.placement)
         return UNKNOWN
+
+    def _parameters_of(
+        self, func: ast.Attribute, method: str, receiver: Value, unit: Unit
+    ) -> Value:
+        """`model.parameters()`: tensors where the module is; `self.parameters()` in a module's
+        method: on the module's device, wherever its caller moved it."""
+        if receiver.where is Where.DEVICE:
+            placement = receiver.placement
+        elif unit.module_class and type(func.value) is ast.Name and func.value.id == "self":
+            placement = Placement(Where.INPUT, evidence="a parameter of the module, on its device")
+        else:
+            return UNKNOWN
+        tensor = Value(Kind.TENSOR, placement)
+        if method.startswith("named_"):
+            return Value(Kind.SEQUENCE, item=Value(Kind.SEQUENCE, elements=(UNKNOWN, tensor)))
+        return Value(Kind.SEQUENCE, item=tensor)
 
     def _move(
         self,

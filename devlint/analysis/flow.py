@@ -50,6 +50,7 @@ from devlint.analysis.values import (
     combine,
     cpu_loader,
     join,
+    join_all,
 )
 
 Env = dict[str, Value]
@@ -428,7 +429,7 @@ class DeviceFlow(CallEvaluator):
 
     def _exec_for(self, node: Union[ast.For, ast.AsyncFor], env: Env, unit: Unit) -> bool:
         iterable = self.eval(node.iter, env, unit)
-        item = iterable.item or UNKNOWN
+        item = iterable.item or (join_all(iterable.elements) if iterable.elements else UNKNOWN)
 
         def iteration(body_env: Env) -> Env:
             self.bind(node.target, item, body_env, unit)

@@ -5,6 +5,7 @@ import ast
 from devlint.analysis.operations import Citations, find_mismatch, operands
 from devlint.analysis.prefilter import CPU_TENSOR_SOURCE, DEVICE_SOURCE
 from devlint.analysis.syntax_screen import SyntaxFacts
+from devlint.analysis.values import Kind
 from devlint.rules.base import FlowRule, Invalid
 
 
@@ -98,6 +99,28 @@ class CrossDeviceOp(FlowRule):
 
     def visit_Call(self, node: ast.Call) -> None:
         self._check(node)
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        """`table[ids]`: a CPU tensor indexed with indices on a device."""
+        flow = self.analysis.flow
+        table = flow.value_of(node.value)
+        if not table.is_cpu_tensor():
+            return
+        parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        for index in parts:
+            value = flow.value_of(index)
+            if value.kind is Kind.TENSOR and value.is_on_device() and not value.scalar:
+                citations = Citations()
+                cpu_evidence = citations.of(table.placement)
+                device_evidence = citations.of(value.placement)
+                self.report(
+                    node,
+                    f"mixes devices: `{self.analysis.source_of(node.value)}` is on the CPU "
+                    f"({cpu_evidence}) but indexed with `{self.analysis.source_of(index)}` on "
+                    f"`{value.placement.device}` ({device_evidence})",
+                    citations.cited(),
+                )
+                return
 
     def _check(self, node: ast.AST) -> None:
         found = find_mismatch(operands(node, self.analysis.flow))

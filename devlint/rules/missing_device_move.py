@@ -322,7 +322,7 @@ class MissingDeviceMove(FlowRule):
         pairs = operands(node, self.analysis.flow)
         follower = next(
             (pair for pair in pairs if pair[1].where is Where.INPUT and not pair[1].scalar), None
-        )
+        )  # (an in-place target on the CPU counts a 0-dim operand: see `operations.operands`)
         if follower is None:
             return
         found: Optional[tuple[ast.expr, Value]] = first_cpu_operand(pairs)

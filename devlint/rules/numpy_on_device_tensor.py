@@ -6,7 +6,7 @@ from devlint.analysis.operations import Citations
 from devlint.analysis.prefilter import DEVICE_SOURCE
 from devlint.analysis.syntax import has_arguments, method_name
 from devlint.analysis.syntax_screen import SyntaxFacts
-from devlint.analysis.values import Kind, Where
+from devlint.analysis.values import Kind, Value, Where, sequence_items
 from devlint.context import NodeEdit, RawFix
 from devlint.diagnostics import Applicability
 from devlint.rules.base import FlowRule, Invalid
@@ -134,6 +134,9 @@ class NumpyOnDeviceTensor(FlowRule):
         """`np.mean(t)`, `np.stack([a, b])`: numpy converts its tensor arguments in host memory."""
         for argument in _converted_arguments(node):
             value = self.analysis.flow.value_of(argument)
+            if value.kind is Kind.SEQUENCE:
+                self._check_sequence(argument, value, qualified)
+                return
             if value.where is not Where.DEVICE or value.kind is not Kind.TENSOR:
                 continue
             name = self.analysis.source_of(argument)
@@ -154,6 +157,24 @@ class NumpyOnDeviceTensor(FlowRule):
                 fix,
             )
             return
+
+    def _check_sequence(self, argument: ast.expr, value: Value, qualified: str) -> None:
+        """`np.stack(outputs)` where every tensor the list holds is on a device."""
+        held = sequence_items(value)
+        if not held or not all(
+            item.kind is Kind.TENSOR and item.where is Where.DEVICE for item in held
+        ):
+            return
+        name = self.analysis.source_of(argument)
+        citations = Citations()
+        evidence = citations.of(held[0].placement)
+        self.report(
+            argument,
+            f"`{name}` holds tensors that may be on a GPU ({evidence}) and `{qualified}` "
+            "converts them to an array in host memory: move each with `.cpu()` first "
+            f"(`[t.cpu() for t in {name}]`)",
+            citations.cited(),
+        )
 
 
 def _converted_arguments(node: ast.Call) -> list[ast.expr]:
