@@ -24,6 +24,7 @@ from typing import Any, Optional, Union
 
 from devlint.analysis.calls import CallEvaluator
 from devlint.analysis.guards import expects_error_in_syntax
+from devlint.analysis.kinds import data_siblings
 from devlint.analysis.loops import loop_head, run_to_fixpoint
 from devlint.analysis.names import ImportMap
 from devlint.analysis.parameters import (
@@ -431,8 +432,13 @@ class DeviceFlow(CallEvaluator):
         iterable = self.eval(node.iter, env, unit)
         item = iterable.item or (join_all(iterable.elements) if iterable.elements else UNKNOWN)
 
+        data = data_siblings(node.target, node.body)
+
         def iteration(body_env: Env) -> Env:
             self.bind(node.target, item, body_env, unit)
+            for name in data:
+                if body_env.get(name, UNKNOWN).kind is Kind.UNKNOWN:
+                    body_env[name] = Value(Kind.TENSOR, body_env[name].placement)
             self.exec_block(node.body, body_env, unit)
             return body_env
 
