@@ -54,6 +54,7 @@ from devlint.analysis.values import (
 )
 
 if TYPE_CHECKING:
+    from devlint.analysis.contexts import Frame
     from devlint.analysis.flow import Env, FunctionNode, Unit
 
 _PASS_THROUGH_ITERATORS = frozenset(
@@ -105,12 +106,27 @@ class CallEvaluator:
     visits: list[tuple[ast.AST, Optional[ast.stmt]]]
     statement: Optional[ast.stmt]
     expecting_failure: int  # inside `with pytest.raises(...)`: nothing there is logged
+    frames: list[Frame]  # helpers being analysed in their caller's context
 
     def is_module_class(self, name: str) -> bool:
         raise NotImplementedError
 
     def summary(self, function: FunctionNode) -> Value:
         raise NotImplementedError
+
+    def call_summary(self, function: FunctionNode, call: ast.Call, arguments: list[Value]) -> Value:
+        raise NotImplementedError
+
+    def construct(self, call: ast.Call, name: str, arguments: list[Value]) -> None:
+        raise NotImplementedError
+
+    def note_module_input(self, call: ast.Call, module: Value, arguments: list[Value]) -> None:
+        raise NotImplementedError
+
+    def bound_in_context(self, node: ast.expr) -> bool:
+        """Whether ``node`` names a parameter the call being analysed passed a value for."""
+        frames = self.frames
+        return bool(frames) and type(node) is ast.Name and node.id in frames[-1].bound
 
     def bind(
         self, target: ast.expr, value: Value, env: Env, unit: Unit, keep_attributes: bool = False
@@ -303,6 +319,15 @@ class CallEvaluator:
             return Placement(Where.INPUT, evidence=f"{verb} the input's device", origin=node)
         if type(node) is ast.Constant and node.value is None:
             return Placement(Where.UNKNOWN)
+        if (
+            value.kind is Kind.DEVICE_OBJECT
+            and value.where is Where.DEVICE
+            and value.placement.device
+            and self.bound_in_context(node)
+        ):
+            # A helper's `device` parameter, passed by its caller: the caller's device.
+            device = value.placement.device
+            return Placement(Where.DEVICE, device, f"{verb} `{device}`", value.placement.origin or node)
         shown = dotted_name(node) or value.placement.device or self._source(node)
         if "cpu" in shown.lower():
             return Placement(Where.UNKNOWN)  # `self._cpu_device`: named for the CPU, so no GPU
@@ -474,7 +499,8 @@ class CallEvaluator:
             )
         function = self.functions.get(name)
         if function is not None:
-            return self.summary(function)
+            return self.call_summary(function, node, arguments)
+        self.construct(node, name, arguments)
         return UNKNOWN
 
     def _call_value(self, node: ast.Call, callee: Value, arguments: list[Value]) -> Value:
@@ -488,6 +514,8 @@ class CallEvaluator:
             return Value(Kind.TENSOR, result.placement, scalar=callee.is_loss)
         if callee.kind not in (Kind.MODULE, Kind.UNKNOWN):
             return UNKNOWN
+        if callee.where is Where.DEVICE and self.frames and not self.recording:
+            self.note_module_input(node, callee, arguments)
         if callee.where in (Where.DEVICE, Where.INPUT):
             shown = self._source(node.func)
             evidence = f"output of `{shown}`, {callee.placement.evidence}".rstrip(", ")

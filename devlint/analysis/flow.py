@@ -19,10 +19,20 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Optional, Union
 
 from devlint.analysis.calls import CallEvaluator
+from devlint.analysis.contexts import (
+    CONTEXTS_PER_FUNCTION,
+    CallFinding,
+    Context,
+    Frame,
+    InnerFinding,
+    argument_node,
+    bind_arguments,
+    defaults_of,
+)
 from devlint.analysis.guards import expects_error_in_syntax
 from devlint.analysis.kinds import data_siblings
 from devlint.analysis.loops import loop_head, run_to_fixpoint
@@ -128,6 +138,16 @@ class DeviceFlow(CallEvaluator):
         self.classes: dict[str, ClassFacts] = {}
         self.functions: dict[str, FunctionNode] = {}
         self._summaries: dict[FunctionNode, Value] = {}
+        # Helpers analysed per calling context: their result and what they did with the
+        # caller's CPU values (see `contexts`); the frames of those being analysed.
+        self._contexts: dict[tuple[FunctionNode, Context], tuple[Value, tuple[InnerFinding, ...]]]
+        self._contexts = {}
+        self._context_counts: dict[FunctionNode, int] = {}
+        self.frames: list[Frame] = []
+        # Call sites whose CPU argument a helper hands to a module on a device.
+        self.call_findings: dict[ast.Call, list[CallFinding]] = {}
+        # What each plain class's construction sites pass to `__init__`, in the order seen.
+        self._constructions: dict[str, list[Optional[dict[str, Value]]]] = {}
         self._in_progress: set[FunctionNode] = set()
         # What each plain class's `__init__` leaves in `self` attributes no other method changes.
         self._class_attributes: dict[str, Env] = {}
@@ -183,7 +203,8 @@ class DeviceFlow(CallEvaluator):
         if init is not None:
             # A plain class's `__init__` runs for what it sets; a module's, only to report.
             unit = Unit(init, module_class)
-            init_env = self._analyze(init, unit, attributes, needed=not module_class)
+            context = {} if module_class else self._construction_context(name, init)
+            init_env = self._analyze(init, unit, attributes, not module_class, context)
             attributes = {key: value for key, value in init_env.items() if key.startswith("self.")}
         submodules: frozenset[str] = frozenset()
         if module_class:
@@ -217,13 +238,19 @@ class DeviceFlow(CallEvaluator):
                 self._analyze(method, unit, attributes)
 
     def _analyze(
-        self, function: FunctionNode, unit: Unit, attributes: Env, needed: bool = False
+        self,
+        function: FunctionNode,
+        unit: Unit,
+        attributes: Env,
+        needed: bool = False,
+        context: Optional[Env] = None,
     ) -> Env:
         if not (needed or attributes or self._may_report(function, unit)):
             return {}
         env = dict(self.globals)
         env.update(attributes)
         self._bind_parameters(function, unit, env)
+        env.update(context or {})  # what every construction site passes to `__init__`
         self.exec_block(function.body, env, unit)
         return env
 
@@ -337,6 +364,112 @@ class DeviceFlow(CallEvaluator):
             result = UNKNOWN  # `.to(device)` with the callee's own `device`: the caller's choice
         self._summaries[function] = result
         return result
+
+    def call_summary(self, function: FunctionNode, call: ast.Call, arguments: list[Value]) -> Value:
+        """What a helper of this file returns for this call's arguments (see `contexts`)."""
+        bound = bind_arguments(function, call, arguments)
+        if bound is None or function in self._in_progress:
+            return self.summary(function)
+        known = {name: value for name, value in bound.items() if value is not UNKNOWN}
+        key = (function, tuple(sorted(known.items(), key=lambda pair: pair[0])))
+        memo = self._contexts.get(key)
+        if memo is None:
+            count = self._context_counts.get(function, 0)
+            if count >= CONTEXTS_PER_FUNCTION:
+                return self.summary(function)
+            self._context_counts[function] = count + 1
+            memo = self._analyze_in_context(function, known)
+            self._contexts[key] = memo
+        result, findings = memo
+        for inner in findings:
+            self._pass_on(call, function, inner, bound[inner.parameter])
+        return result
+
+    def _analyze_in_context(
+        self, function: FunctionNode, bound: dict[str, Value]
+    ) -> tuple[Value, tuple[InnerFinding, ...]]:
+        self._in_progress.add(function)
+        recording, statement = self.recording, self.statement
+        self.recording = False
+        unit = Unit(function)
+        env: Env = {}
+        self._bind_parameters(function, unit, env)
+        passed = dict(bound)
+        for name, default in defaults_of(function).items():
+            if name not in bound:  # the call leaves it out: the default is what it holds
+                value = self.eval(default, {}, unit)
+                if value is not UNKNOWN:
+                    passed[name] = value
+        env.update(passed)
+        frame = Frame(passed, function.name)
+        self.frames.append(frame)
+        try:
+            self.exec_block(function.body, env, unit)
+        finally:
+            self.frames.pop()
+            self.recording, self.statement = recording, statement
+            self._in_progress.discard(function)
+        result = unit.returns[0] if unit.returns else UNKNOWN
+        for other in unit.returns[1:]:
+            result = join(result, other)
+        if _placed_by_parameter(result, function, exempt=passed.keys()):
+            result = UNKNOWN
+        return result, tuple(frame.findings)
+
+    def _pass_on(
+        self, call: ast.Call, function: FunctionNode, inner: InnerFinding, value: Value
+    ) -> None:
+        """A helper handed the CPU value of ``call``'s argument to a module on a device: report
+        it at ``call`` (or, inside another helper, at that helper's own call sites)."""
+        if self.recording:
+            argument = argument_node(call, function, inner.parameter)
+            if argument is not None and not self.expecting_failure:
+                found = self.call_findings.setdefault(call, [])
+                finding = CallFinding(argument, value, inner)
+                if finding not in found:
+                    found.append(finding)
+        elif self.frames:
+            parameter = self.frames[-1].parameter_of(value)
+            if parameter is not None:
+                self.frames[-1].findings.append(replace(inner, parameter=parameter))
+
+    def note_module_input(self, call: ast.Call, module: Value, arguments: list[Value]) -> None:
+        """Inside a helper analysed in a context: a CPU value of the caller's handed to a module
+        on a device."""
+        frame = self.frames[-1]
+        for value in arguments:
+            if value.is_cpu_tensor():
+                parameter = frame.parameter_of(value)
+                if parameter is not None:
+                    frame.findings.append(InnerFinding(parameter, call, module, frame.function))
+                return
+
+    def construct(self, call: ast.Call, name: str, arguments: list[Value]) -> None:
+        """A plain class of this file constructed: what its `__init__` is passed here."""
+        facts = self.classes.get(name)
+        init = facts.methods.get("__init__") if facts is not None else None
+        if init is None or not self.recording:
+            return  # a helper's summary runs its code again: each site is counted once
+        bound = bind_arguments(init, call, arguments, skip_first=True)
+        self._constructions.setdefault(name, []).append(bound)
+
+    def _construction_context(self, name: str, init: FunctionNode) -> dict[str, Value]:
+        """What every construction site of class ``name`` passes to its `__init__`, joined;
+        nothing unless each site in the file was seen, and the class has no subclass here."""
+        sites = self._constructions.get(name, [])
+        written = _construction_sites(self._module, name)
+        subclassed = any(name in facts.bases for facts in self.classes.values())
+        if not sites or len(sites) != written or subclassed or any(s is None for s in sites):
+            return {}
+        context: dict[str, Value] = {}
+        parameters = {p.arg for p in (*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs)}
+        for parameter in parameters:
+            held = [site.get(parameter) for site in sites if site is not None]
+            if held and all(value is not None for value in held):
+                joined = join_all(value for value in held if value is not None)
+                if joined is not UNKNOWN:
+                    context[parameter] = joined
+        return context
 
     # -- statements --------------------------------------------------------------------
 
@@ -573,15 +706,27 @@ def _omitted_parameter(test: ast.expr, function: Optional[FunctionNode]) -> Opti
     return None
 
 
-def _placed_by_parameter(value: Value, function: FunctionNode) -> bool:
+def _placed_by_parameter(
+    value: Value, function: FunctionNode, exempt: Collection[str] = ()
+) -> bool:
     """Whether ``value`` was placed on a device named by a parameter of ``function``, which
-    means nothing where the caller reads the summary."""
+    means nothing where the caller reads the summary (unless the call passed that parameter:
+    ``exempt``, then the placement is the caller's value)."""
     if value.where is not Where.DEVICE:
         return False
     root = value.placement.device.split(".", 1)[0].split("[", 1)[0]
     arguments = function.args
     every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
-    return any(parameter.arg == root for parameter in every)
+    return any(parameter.arg == root and root not in exempt for parameter in every)
+
+
+def _construction_sites(module: ast.Module, name: str) -> int:
+    """How many calls of ``name`` the file writes."""
+    return sum(
+        1
+        for node in ast.walk(module)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name
+    )
 
 
 def _device_tested_for_cpu(test: ast.expr, text: SourceText) -> Optional[tuple[str, bool]]:

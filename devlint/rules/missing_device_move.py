@@ -4,6 +4,7 @@ import ast
 from typing import Optional
 
 from devlint.analysis.operations import Citations, find_mismatch, first_cpu_operand, operands
+from devlint.analysis.contexts import CallFinding
 from devlint.analysis.prefilter import CPU_TENSOR_SOURCE, DEVICE_OR_INPUT_SOURCE
 from devlint.analysis.syntax import call_arguments, dotted_name
 from devlint.analysis.syntax_screen import SyntaxFacts
@@ -220,6 +221,8 @@ class MissingDeviceMove(FlowRule):
 
     def visit_Call(self, node: ast.Call) -> None:
         flow = self.analysis.flow
+        for passed in flow.call_findings.get(node, ()):
+            self._check_passed_to_module(node, passed)
         arguments = [(value, flow.value_of(value)) for value in call_arguments(node)]
         if all(value is UNKNOWN for _, value in arguments):
             return  # every check below needs an argument whose placement is known
@@ -266,6 +269,23 @@ class MissingDeviceMove(FlowRule):
             f"`{self.analysis.source_of(argument)}` is on the CPU ({cpu_evidence}) but "
             f"`{self.analysis.source_of(node.func)}` was {module_evidence}: move the input with "
             f"`.to({module.placement.device})`",
+            citations.cited(),
+        )
+
+    def _check_passed_to_module(self, node: ast.Call, passed: CallFinding) -> None:
+        """`score(net, features)` where `score` calls `net(features)` and `net` was moved."""
+        inner = passed.inner
+        citations = Citations()
+        cpu_evidence = citations.of(passed.value.placement)
+        module_evidence = citations.of(inner.module.placement)
+        citations.nodes.append(inner.call)
+        inner_line = f"{{line{len(citations.nodes) - 1}}}"
+        argument = self.analysis.source_of(passed.argument)
+        self.report(
+            passed.argument,
+            f"`{argument}` is on the CPU ({cpu_evidence}) but `{inner.function}` passes it to "
+            f"`{self.analysis.source_of(inner.call.func)}` at line {inner_line}, which was "
+            f"{module_evidence}: move it with `.to({inner.module.placement.device})`",
             citations.cited(),
         )
 
