@@ -62,6 +62,18 @@ class MissingDeviceMove(FlowRule):
     VALID = (
         "import torch\nfrom torch import nn\nmodel = nn.Linear(3, 2).to(device)\n"
         "x = torch.randn(4, 3).to(device)\nout = model(x)",
+        # the helper moves what it is passed; the caller moves it; the accumulator is rebound
+        "import torch\nfrom torch import nn\ndef score(net, x):\n    return net(x.to(device))\n"
+        "net = nn.Linear(3, 2).to(device)\ns = score(net, torch.randn(4, 3))",
+        "import torch\nfrom torch import nn\ndef score(net, x):\n    return net(x)\n"
+        "net = nn.Linear(3, 2).to(device)\ns = score(net, torch.randn(4, 3).to(device))",
+        "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
+        "    def penalty(self):\n        total = torch.zeros(())\n"
+        "        for p in self.parameters():\n            total = total + p.abs().sum()\n"
+        "        return total",
+        # pyg's `Data.to` moves its attributes
+        "import torch\nfrom torch import nn\ndata = Data()\ndata.x = torch.randn(4, 3)\n"
+        "data = data.to(device)\nmodel = nn.Linear(3, 2).to(device)\nout = model(data.x)",
         "import torch\nfrom torch import nn\nmodel = nn.Linear(3, 2)\nout = model(torch.randn(4, 3))",
         "import torch\nfrom torch import nn\nmodel = nn.Linear(3, 2).to(device)\n"
         "out = model(torch.randn(4, 3, device=device))",
@@ -203,6 +215,33 @@ class MissingDeviceMove(FlowRule):
             "        return tokens * mask.unsqueeze(-1)",
             7,
             25,
+        ),
+        # a helper hands its caller's CPU data to the model the caller moved
+        Invalid(
+            "import torch\nfrom torch import nn\ndef score(net, features):\n"
+            "    return net(features)\nnet = nn.Linear(3, 2).to(device)\n"
+            "features = torch.randn(4, 3)\nresult = score(net, features)",
+            7,
+            21,
+            "`score` passes it to `net` at line 4, which was moved to `device` at line 5",
+        ),
+        # a plain class's method sees what its construction site passed to `__init__`
+        Invalid(
+            "import torch\nfrom torch import nn\nclass Evaluator:\n"
+            "    def __init__(self, model, data):\n        self.model = model\n"
+            "        self.data = data\n    def run(self):\n        return self.model(self.data)\n"
+            "evaluator = Evaluator(nn.Linear(3, 2).cuda(), torch.randn(4, 3))",
+            8,
+            27,
+        ),
+        # an in-place CPU accumulator of a module's parameters, which live on its device
+        Invalid(
+            "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
+            "    def penalty(self):\n        total = torch.zeros(())\n"
+            "        for p in self.parameters():\n            total += p.abs().sum()\n"
+            "        return total",
+            7,
+            13,
         ),
         # a tensor method combines its receiver with its tensor arguments
         Invalid(

@@ -62,6 +62,10 @@ class NumpyOnDeviceTensor(FlowRule):
         "x = out.to(self.cpu_device)\na = x.numpy()",
         "import numpy as np\nimport torch\nx = torch.zeros(3).to(device)\nm = np.mean(x.cpu())",
         "import numpy as np\nimport torch\nx = torch.zeros(3)\nm = np.mean(x)",
+        "import numpy as np\nimport torch\nouts = []\nfor _ in range(3):\n"
+        "    outs.append(torch.ones(2).cuda().cpu())\ns = np.stack(outs)",
+        "import numpy as np\nimport torch\nouts = [torch.ones(2).cuda(), torch.ones(2)]\n"
+        "s = np.stack(outs)",
         # the branch proved the device is the CPU
         "import torch\nx = torch.zeros(3).to(device)\nif device == 'cpu':\n    a = x.numpy()",
         "import torch\nx = torch.zeros(3).to(self.device)\nif self.device != CPU:\n"
@@ -96,6 +100,14 @@ class NumpyOnDeviceTensor(FlowRule):
             "b = torch.ones(2).cuda()\ns = np.stack([a, b])",
             5,
             15,
+        ),
+        # a list of device tensors, kept through `append`
+        Invalid(
+            "import numpy as np\nimport torch\nouts = []\nfor _ in range(3):\n"
+            "    outs.append(torch.ones(2).cuda())\ns = np.stack(outs)",
+            6,
+            14,
+            "`outs` holds tensors that may be on a GPU",
         ),
     )
 
