@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import replace
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Optional, Union
 
 from devlint.analysis.names import ImportMap
@@ -327,7 +327,9 @@ class CallEvaluator:
         ):
             # A helper's `device` parameter, passed by its caller: the caller's device.
             device = value.placement.device
-            return Placement(Where.DEVICE, device, f"{verb} `{device}`", value.placement.origin or node)
+            return Placement(
+                Where.DEVICE, device, f"{verb} `{device}`", value.placement.origin or node
+            )
         shown = dotted_name(node) or value.placement.device or self._source(node)
         if "cpu" in shown.lower():
             return Placement(Where.UNKNOWN)  # `self._cpu_device`: named for the CPU, so no GPU

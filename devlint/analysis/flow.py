@@ -462,7 +462,9 @@ class DeviceFlow(CallEvaluator):
         if not sites or len(sites) != written or subclassed or any(s is None for s in sites):
             return {}
         context: dict[str, Value] = {}
-        parameters = {p.arg for p in (*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs)}
+        parameters = {
+            p.arg for p in (*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs)
+        }
         for parameter in parameters:
             held = [site.get(parameter) for site in sites if site is not None]
             if held and all(value is not None for value in held):
@@ -673,9 +675,9 @@ def forget_attributes(env: Env, name: str) -> None:
 
 def _moved_name(value: ast.expr) -> Optional[str]:
     """The name `data.to(device)` moves."""
-    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
-        if value.func.attr in ("to", "cuda", "cpu"):
-            return dotted_name(value.func.value)
+    func = value.func if isinstance(value, ast.Call) else None
+    if isinstance(func, ast.Attribute) and func.attr in ("to", "cuda", "cpu"):
+        return dotted_name(func.value)
     return None
 
 

@@ -20,8 +20,10 @@ _MODULE_ONLY = frozenset(
         "load_state_dict zero_grad forward apply half_ requires_grad_ register_buffer"
     ).split()
 )
-_MODEL_WORDS = ("model", "net", "module", "encoder", "decoder", "layer", "policy", "critic",
-                "actor", "optim", "pipe", "tokenizer", "processor", "scheduler", "head")  # fmt: skip
+_MODEL_WORDS = (
+    "model net module encoder decoder layer policy critic actor optim pipe tokenizer processor "
+    "scheduler head"
+).split()
 
 
 def data_siblings(target: ast.expr, body: Sequence[ast.stmt]) -> frozenset[str]:

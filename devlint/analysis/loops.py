@@ -39,14 +39,10 @@ def loop_head(entry: Env, end: Optional[Env]) -> Env:
 
 def _widened(previous: Env, head: Env) -> Env:
     """After the last round: what still changes is unknown."""
-    return {
-        key: value if previous.get(key) == value else UNKNOWN for key, value in head.items()
-    }
+    return {key: value if previous.get(key) == value else UNKNOWN for key, value in head.items()}
 
 
-def run_to_fixpoint(
-    flow: DeviceFlow, entry: Env, iteration: Callable[[Env], Optional[Env]]
-) -> Env:
+def run_to_fixpoint(flow: DeviceFlow, entry: Env, iteration: Callable[[Env], Optional[Env]]) -> Env:
     """The loop head's state. ``iteration`` runs the body once from a head state, in place, and
     returns the state at its end (None when no iteration reaches it)."""
     depth = flow.loop_depth

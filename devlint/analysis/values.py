@@ -109,9 +109,7 @@ def _join_sequences(first: Value, second: Value) -> Value:
     if second.empty:
         return first
     if first.elements and len(first.elements) == len(second.elements):
-        return Value(
-            Kind.SEQUENCE, elements=tuple(map(join, first.elements, second.elements))
-        )
+        return Value(Kind.SEQUENCE, elements=tuple(map(join, first.elements, second.elements)))
     first_items, second_items = sequence_items(first), sequence_items(second)
     if not first_items or not second_items:
         return Value(Kind.SEQUENCE)  # one side's contents are unknown

@@ -3,8 +3,8 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from devlint.analysis.operations import Citations, find_mismatch, first_cpu_operand, operands
 from devlint.analysis.contexts import CallFinding
+from devlint.analysis.operations import Citations, find_mismatch, first_cpu_operand, operands
 from devlint.analysis.prefilter import CPU_TENSOR_SOURCE, DEVICE_OR_INPUT_SOURCE
 from devlint.analysis.syntax import call_arguments, dotted_name
 from devlint.analysis.syntax_screen import SyntaxFacts
