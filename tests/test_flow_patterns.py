@@ -240,6 +240,19 @@ for a, b in pairs:
 """,
         [("DEV004", 3, 5)],
     ),
+    "discarded move of a name an isinstance test proved a tensor": (
+        """\
+def preprocess(image):
+    return 2.0 * torch.from_numpy(image) - 1.0
+
+def run(pipe, image, device):
+    if not isinstance(image, torch.Tensor):
+        image = preprocess(image)
+    image.to(device)
+    return pipe(image)
+""",
+        [("DEV004", 7, 5)],
+    ),
     # The classic misses of issue 14.
     "placement kept through arithmetic and methods": (
         """\
@@ -398,6 +411,11 @@ CORRECT = [
     "        self.data = data\n    def run(self):\n        return self.model(self.data)\n"
     "net = nn.Linear(3, 3).to(device)\na = Evaluator(net, torch.randn(4, 3).to(device))\n"
     "b = Evaluator(net, torch.randn(4, 3))",
+    # An isinstance test proves a tensor only where it holds, and only of the class it names.
+    "def run(image, device):\n    if not isinstance(image, torch.Tensor):\n"
+    "        image = Wrapper(image)\n    image.to(device)",
+    "def run(image, device):\n    if not isinstance(image, Image):\n"
+    "        image = torch.zeros(3)\n    image.to(device)",
     # Module-like siblings are no data.
     "for model, batch in pairs:\n    batch = batch.to(dev)\n    model.to(dev)",
     # Tests that provoke the device error on purpose.

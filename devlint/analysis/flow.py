@@ -34,7 +34,7 @@ from devlint.analysis.contexts import (
     defaults_of,
 )
 from devlint.analysis.guards import expects_error_in_syntax
-from devlint.analysis.kinds import data_siblings
+from devlint.analysis.kinds import data_siblings, tensor_tested
 from devlint.analysis.loops import loop_head, run_to_fixpoint
 from devlint.analysis.names import ImportMap
 from devlint.analysis.parameters import (
@@ -549,6 +549,15 @@ class DeviceFlow(CallEvaluator):
         if tested is not None:
             device, equal = tested
             _place_on_cpu(body_env if equal else orelse_env, device)
+        narrowed = tensor_tested(node.test, self.names)
+        if narrowed is not None:
+            # `if not isinstance(image, torch.Tensor): image = preprocess(image)`: where the
+            # test proves it, the name holds a tensor (wherever it lives).
+            name, holds = narrowed
+            proved = body_env if holds else orelse_env
+            held = proved.get(name, UNKNOWN)
+            if held.kind is Kind.UNKNOWN:
+                proved[name] = Value(Kind.TENSOR, held.placement)
         body = self.exec_block(node.body, body_env, unit)
         orelse = self.exec_block(node.orelse, orelse_env, unit)  # `elif` is an `if` in here
         changed = _replace(env, merge(body, orelse))

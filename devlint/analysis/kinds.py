@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Sequence
+from typing import Optional
 
+from devlint.analysis.names import ImportMap
 from devlint.analysis.syntax import dotted_name
 
 _MOVES = frozenset({"to", "cuda", "cpu"})
@@ -74,3 +76,31 @@ def _moves(value: ast.expr, name: str) -> bool:
         and value.func.attr in _MOVES
         and dotted_name(value.func.value) == name
     )
+
+
+def tensor_tested(test: ast.expr, names: ImportMap) -> Optional[tuple[str, bool]]:
+    """`isinstance(x, torch.Tensor)` (or `torch.FloatTensor`...): the name it proves a tensor,
+    and whether it does where the test holds (False for `not isinstance(...)`)."""
+    holds = True
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, holds = test.operand, not holds
+    if not (
+        isinstance(test, ast.Call)
+        and isinstance(test.func, ast.Name)
+        and test.func.id == "isinstance"
+        and len(test.args) == 2
+        and not test.keywords
+    ):
+        return None
+    name = dotted_name(test.args[0])
+    classes = test.args[1].elts if isinstance(test.args[1], ast.Tuple) else [test.args[1]]
+    if name is None or not all(_is_tensor_class(names.qualified_syntax_name(c)) for c in classes):
+        return None
+    return name, holds
+
+
+def _is_tensor_class(qualified: Optional[str]) -> bool:
+    """`torch.Tensor`, `torch.FloatTensor`, `torch.cuda.LongTensor`, `torch.nn.Parameter`."""
+    if qualified is None or not qualified.startswith("torch."):
+        return False
+    return qualified.endswith("Tensor") or qualified in ("torch.nn.Parameter",)

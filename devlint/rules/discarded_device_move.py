@@ -91,6 +91,13 @@ class DiscardedDeviceMove(FlowRule):
             fixed="import torch\ncentroids = torch.rand(3, 4)\ncentroids = centroids.cuda()",
         ),
         Invalid(
+            "import torch\ndef run(image, device):\n    if not isinstance(image, torch.Tensor):\n"
+            "        image = torch.as_tensor(image)\n    image.to(device)",
+            5,
+            5,
+            "`image` stays where it was",
+        ),
+        Invalid(
             "for a, b in pairs:\n    a = a.to(dev)\n    b.to(dev)",
             3,
             5,
