@@ -349,13 +349,13 @@ class DeviceFlow(CallEvaluator):
         if function in self._in_progress:
             return UNKNOWN
         self._in_progress.add(function)
-        recording, statement = self.recording, self.statement
-        self.recording = False
+        recording, statement, frames = self.recording, self.statement, self.frames
+        self.recording, self.frames = False, []  # no caller's context: its values are unknown
         unit = Unit(function)
         env: Env = {}
         self._bind_parameters(function, unit, env)
         self.exec_block(function.body, env, unit)
-        self.recording, self.statement = recording, statement
+        self.recording, self.statement, self.frames = recording, statement, frames
         self._in_progress.discard(function)
         result = unit.returns[0] if unit.returns else UNKNOWN
         for other in unit.returns[1:]:
@@ -382,7 +382,8 @@ class DeviceFlow(CallEvaluator):
             self._contexts[key] = memo
         result, findings = memo
         for inner in findings:
-            self._pass_on(call, function, inner, bound[inner.parameter])
+            if inner.parameter in bound:  # (not a default's value: the caller passed nothing)
+                self._pass_on(call, function, inner, bound[inner.parameter])
         return result
 
     def _analyze_in_context(
