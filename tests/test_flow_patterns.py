@@ -166,7 +166,7 @@ import numpy as np
 model = nn.Linear(8, 2).to(device)
 outputs = []
 for x, _ in DataLoader(ds):
-    outputs.append(model(x.to(device)))
+    outputs.append(model(x.to(device)).detach())
 stacked = np.stack(outputs)
 """,
         [("DEV007", 6, 20)],
