@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import ast
+
+from devlint.analysis.contexts import CONTEXTS_PER_FUNCTION
+from devlint.analysis.flow import DeviceFlow
+from devlint.analysis.names import ImportMap
+from devlint.analysis.syntax import SourceText
+from devlint.analysis.values import Where
 from tests.helpers import lint_snippet
 
 
@@ -39,3 +46,41 @@ def test_helpers_of_a_test_module_take_their_tests_data_where_it_is() -> None:
     )
     assert [f.start.row for f in lint_snippet(source, {"DEV005"}, path="helpers.py")] == [3]
     assert lint_snippet(source, {"DEV005"}, path="tests/test_grid.py") == []
+
+
+def _flow(source: str) -> DeviceFlow:
+    tree = ast.parse(source)
+    names = ImportMap()
+    names.add_syntax_statements(tree.body)
+    return DeviceFlow(tree, names, SourceText(source))
+
+
+def test_a_helper_is_analysed_in_a_bounded_number_of_contexts() -> None:
+    calls = "".join(f"y{i} = double(torch.zeros({i + 1}).to('cuda:{i}'))\n" for i in range(12))
+    source = "import torch\ndef double(x):\n    return x * 2\n" + calls
+    flow = _flow(source)
+    assert max(flow._context_counts.values()) == CONTEXTS_PER_FUNCTION
+    # within the bound, the result keeps the argument's placement; past it, nothing is known
+    first = flow.globals["y0"]
+    assert first.where is Where.DEVICE and first.placement.device == "cuda:0"
+    assert flow.globals["y11"].where is Where.UNKNOWN
+
+
+def test_nested_loops_reach_a_fixpoint() -> None:
+    loops = "".join("    " * depth + f"for i{depth} in range(2):\n" for depth in range(6))
+    source = "import torch\nx = torch.zeros(3)\n" + loops + "    " * 6 + "x = x.cuda()\n"
+    flow = _flow(source)
+    assert flow.globals["x"].where is Where.UNKNOWN  # the CPU joined with a device
+
+
+def test_a_value_moved_at_the_end_of_an_iteration_is_seen_at_the_next() -> None:
+    source = (
+        "import torch\nfor step in range(3):\n    if step:\n        y = last + 1\n"
+        "    last = torch.ones(3).cuda()\n"
+    )
+    tree = ast.parse(source)
+    names = ImportMap()
+    names.add_syntax_statements(tree.body)
+    flow = DeviceFlow(tree, names, SourceText(source))
+    (addition,) = (node for node in ast.walk(tree) if isinstance(node, ast.BinOp))
+    assert flow.value_of(addition).where is Where.DEVICE

@@ -148,6 +148,160 @@ for images, labels in DataLoader(ds):
 """,
         [("DEV004", 2, 5)],
     ),
+    # Loops to a fixpoint: what an iteration leaves is seen at the start of the next.
+    "value from the previous iteration": (
+        """\
+model = nn.Linear(8, 8).to(device)
+for step, (x, _) in enumerate(DataLoader(ds)):
+    if step > 0:
+        delta = previous - torch.zeros(8)
+    previous = model(x.to(device))
+""",
+        [("DEV006", 4, 17)],
+    ),
+    # Containers keep their elements' placements.
+    "numpy stacks a list of device outputs": (
+        """\
+import numpy as np
+model = nn.Linear(8, 2).to(device)
+outputs = []
+for x, _ in DataLoader(ds):
+    outputs.append(model(x.to(device)).detach())
+stacked = np.stack(outputs)
+""",
+        [("DEV007", 6, 20)],
+    ),
+    "object whose to() moves its attributes": (
+        """\
+graph = Data()
+graph.x = torch.randn(4, 3)
+graph = graph.to(device)
+out = graph.x + torch.randn(4, 3)
+""",
+        [("DEV006", 4, 7)],
+    ),
+    # Calls carry placements.
+    "helper called with CPU data and a moved model": (
+        """\
+def score(net, features, targets):
+    out = net(features)
+    return F.cross_entropy(out, targets)
+
+net = nn.Linear(3, 3).to(device)
+features = torch.randn(4, 3)
+result = score(net, features, torch.zeros(4).long())
+""",
+        [("DEV005", 7, 21)],
+    ),
+    "helper two calls deep": (
+        """\
+def predict(net, inputs):
+    return net(inputs)
+
+def evaluate(net, inputs):
+    return predict(net, inputs).argmax(1)
+
+net = nn.Linear(3, 3).cuda()
+labels = evaluate(net, torch.randn(4, 3))
+""",
+        [("DEV005", 8, 24)],
+    ),
+    "evaluator sees what its construction site passed": (
+        """\
+class Evaluator:
+    def __init__(self, model, data):
+        self.model = model
+        self.data = data
+
+    def run(self):
+        return self.model(self.data)
+
+net = nn.Linear(3, 3).to(device)
+evaluator = Evaluator(net, torch.randn(4, 3))
+""",
+        [("DEV005", 7, 27)],
+    ),
+    "helper default device used where the call leaves it out": (
+        """\
+def sample(n, k, device="cuda"):
+    return torch.randint(0, n, (k,), device=device)
+
+idx = sample(10, 3)
+shifted = torch.arange(10) + idx
+""",
+        [("DEV006", 5, 11)],
+    ),
+    # Evidence-based kinds.
+    "discarded move beside a sibling moved properly": (
+        """\
+for a, b in pairs:
+    a = a.to(dev)
+    b.to(dev)
+""",
+        [("DEV004", 3, 5)],
+    ),
+    "discarded move of a name an isinstance test proved a tensor": (
+        """\
+def preprocess(image):
+    return 2.0 * torch.from_numpy(image) - 1.0
+
+def run(pipe, image, device):
+    if not isinstance(image, torch.Tensor):
+        image = preprocess(image)
+    image.to(device)
+    return pipe(image)
+""",
+        [("DEV004", 7, 5)],
+    ),
+    # The classic misses of issue 14.
+    "placement kept through arithmetic and methods": (
+        """\
+model = nn.Linear(8, 2).to(device)
+freqs = [1.0, 2.0]
+w = torch.tensor(freqs) * 2.0
+scores = model(x.to(device))
+out = scores + w.sqrt()
+""",
+        [("DEV006", 5, 7)],
+    ),
+    "CPU table indexed with a device index": (
+        """\
+model = nn.Linear(8, 4).to(device)
+table = torch.randn(4, 16)
+ids = model(x.to(device)).argmax(-1)
+rows = table[ids]
+""",
+        [("DEV006", 4, 8)],
+    ),
+    "CPU accumulator of a module's parameters": (
+        """\
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def l2(self):
+        total = torch.zeros(())
+        for p in self.parameters():
+            total += p.pow(2).sum()
+        return total
+""",
+        [("DEV005", 9, 13)],
+    ),
+    "positions made in forward for a submodule": (
+        """\
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.step_embedding = nn.Embedding(64, 8)
+
+    def forward(self, x):
+        seq_len = x.size(1)
+        steps = torch.arange(seq_len)
+        return x + self.step_embedding(steps)
+""",
+        [("DEV005", 9, 40)],
+    ),
 }
 
 
@@ -233,6 +387,37 @@ CORRECT = [
     # Dict batches carry prompts and file names as lists of strings, not tensors.
     "pipe = make_pipeline()\npipe.to(device)\nfor example in DataLoader(prompts):\n"
     "    images = pipe(example['prompt']).images",
+    # Loops: a join of the CPU and a device is unknown, never a mismatch.
+    "x = torch.zeros(3)\nfor _ in range(3):\n    y = x + 1\n    x = x.cuda()\nz = x + torch.zeros(3)",
+    "h = torch.zeros(3)\nfor x in xs:\n    h = h.to(device)\n    h = h + torch.ones(3, device=device)",
+    "outs = []\nfor x in DataLoader(ds):\n    outs.append(x)\nfor x in DataLoader(ds):\n"
+    "    outs.append(x.cuda())\nall_ = torch.cat(outs)",
+    # Objects whose `.to()` moves every attribute (pyg's `Data`, `BatchEncoding`).
+    "data = Data()\ndata.x = torch.randn(4, 3)\ndata = data.to(device)\n"
+    "model = nn.Linear(3, 3).to(device)\nout = model(data.x)",
+    "data = Data()\ndata.x = torch.randn(4, 3)\ndata.to(device)\n"
+    "model = nn.Linear(3, 3).to(device)\nout = model(data.x)",
+    "data.x = torch.randn(4, 3)\ndata = load()\nmodel = nn.Linear(3, 3).to(device)\nout = model(data.x)",
+    # Calls: the argument, not the callee's default; every construction site, not one.
+    "def sample(n, k, device=None):\n    return torch.randn(n, k, device=device)\n"
+    "s = sample(4, 3, device='cpu')\nout = s + torch.zeros(4, 3)",
+    "def sample(n, k, device='cuda'):\n    return torch.randn(n, k, device=device)\n"
+    "s = sample(4, 3, device='cpu')\nout = s + torch.zeros(4, 3)",
+    "def score(net, features):\n    return net(features)\nnet = nn.Linear(3, 3).to(device)\n"
+    "s = score(net, torch.randn(4, 3).to(device))",
+    "def score(net, features):\n    return net(features.to(device))\nnet = nn.Linear(3, 3).to(device)\n"
+    "s = score(net, torch.randn(4, 3))",
+    "class Evaluator:\n    def __init__(self, model, data):\n        self.model = model\n"
+    "        self.data = data\n    def run(self):\n        return self.model(self.data)\n"
+    "net = nn.Linear(3, 3).to(device)\na = Evaluator(net, torch.randn(4, 3).to(device))\n"
+    "b = Evaluator(net, torch.randn(4, 3))",
+    # An isinstance test proves a tensor only where it holds, and only of the class it names.
+    "def run(image, device):\n    if not isinstance(image, torch.Tensor):\n"
+    "        image = Wrapper(image)\n    image.to(device)",
+    "def run(image, device):\n    if not isinstance(image, Image):\n"
+    "        image = torch.zeros(3)\n    image.to(device)",
+    # Module-like siblings are no data.
+    "for model, batch in pairs:\n    batch = batch.to(dev)\n    model.to(dev)",
     # Tests that provoke the device error on purpose.
     "import pytest\ndef test_mismatch(device):\n    model = nn.Linear(3, 2).to(device)\n"
     "    with pytest.raises(RuntimeError):\n        model(torch.randn(2, 3))",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Optional, Union
 
 from devlint.analysis.imported import imported_attribute, imported_value
@@ -51,17 +52,20 @@ from devlint.analysis.values import (
     Placement,
     Value,
     Where,
+    appended,
     combine,
     cpu_loader,
     join,
 )
 
 if TYPE_CHECKING:
+    from devlint.analysis.contexts import Frame
     from devlint.analysis.flow import Env, FunctionNode, Unit
 
 _PASS_THROUGH_ITERATORS = frozenset(
     {"iter", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm"}
 )
+_PARAMETER_METHODS = frozenset({"parameters", "buffers", "named_parameters", "named_buffers"})
 # `dt`, `ori_dt`, `self.compute_dt`: how code abbreviates a dtype variable.
 _DTYPE_ABBREVIATION = re.compile(r"(?:^|[._])dt$")
 _TENSOR_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data", "real", "imag", "grad"})
@@ -108,6 +112,7 @@ class CallEvaluator:
     statement: Optional[ast.stmt]
     expecting_failure: int  # inside `with pytest.raises(...)`: nothing there is logged
     project: Optional[ProjectView]  # the summaries of imported project files, where known
+    frames: list[Frame]  # helpers being analysed in their caller's context
 
     def is_module_class(self, name: str) -> bool:
         raise NotImplementedError
@@ -115,7 +120,23 @@ class CallEvaluator:
     def summary(self, function: FunctionNode) -> Value:
         raise NotImplementedError
 
-    def bind(self, target: ast.expr, value: Value, env: Env, unit: Unit) -> None:
+    def call_summary(self, function: FunctionNode, call: ast.Call, arguments: list[Value]) -> Value:
+        raise NotImplementedError
+
+    def construct(self, call: ast.Call, name: str, arguments: list[Value]) -> None:
+        raise NotImplementedError
+
+    def note_module_input(self, call: ast.Call, module: Value, arguments: list[Value]) -> None:
+        raise NotImplementedError
+
+    def bound_in_context(self, node: ast.expr) -> bool:
+        """Whether ``node`` names a parameter the call being analysed passed a value for."""
+        frames = self.frames
+        return bool(frames) and type(node) is ast.Name and node.id in frames[-1].bound
+
+    def bind(
+        self, target: ast.expr, value: Value, env: Env, unit: Unit, keep_attributes: bool = False
+    ) -> None:
         raise NotImplementedError
 
     def _source(self, node: ast.AST) -> str:
@@ -217,7 +238,7 @@ class CallEvaluator:
         )
         if any(type(element) is ast.Starred for element in node.elts):
             return UNKNOWN
-        return Value(Kind.SEQUENCE, elements=elements)
+        return Value(Kind.SEQUENCE, elements=elements, empty=not elements)
 
     def _dict(self, node: ast.Dict, env: Env, unit: Unit) -> Value:
         held: list[Value] = []
@@ -263,6 +284,8 @@ class CallEvaluator:
             and -len(container.elements) <= index < len(container.elements)
         ):
             return container.elements[index]
+        if container.kind is Kind.SEQUENCE and not container.elements and slices_only is False:
+            return container.item or UNKNOWN  # `ts[0]` of `[t.to(d) for t in ts]`
         return UNKNOWN
 
     def _comprehension(
@@ -307,6 +330,17 @@ class CallEvaluator:
             return Placement(Where.INPUT, evidence=f"{verb} the input's device", origin=node)
         if type(node) is ast.Constant and node.value is None:
             return Placement(Where.UNKNOWN)
+        if (
+            value.kind is Kind.DEVICE_OBJECT
+            and value.where is Where.DEVICE
+            and value.placement.device
+            and self.bound_in_context(node)
+        ):
+            # A helper's `device` parameter, passed by its caller: the caller's device.
+            device = value.placement.device
+            return Placement(
+                Where.DEVICE, device, f"{verb} `{device}`", value.placement.origin or node
+            )
         shown = dotted_name(node) or value.placement.device or self._source(node)
         if "cpu" in shown.lower():
             return Placement(Where.UNKNOWN)  # `self._cpu_device`: named for the CPU, so no GPU
@@ -393,7 +427,10 @@ class CallEvaluator:
         self, node: ast.Call, qualified: str, arguments: list[Value], env: Env, unit: Unit
     ) -> Value:
         if qualified in FACTORIES:
-            return self._created(node, qualified, env, unit, None)
+            created = self._created(node, qualified, env, unit, None)
+            if created.scalar and arguments and arguments[0].kind is Kind.SEQUENCE:
+                return replace(created, scalar=False)  # `torch.tensor(freqs)` of a list
+            return created
         if qualified in LIKE_FACTORIES:
             return self._created(node, qualified, env, unit, arguments[0] if arguments else UNKNOWN)
         if qualified == "torch.device":
@@ -483,7 +520,8 @@ class CallEvaluator:
             )
         function = self.functions.get(name)
         if function is not None:
-            return self.summary(function)
+            return self.call_summary(function, node, arguments)
+        self.construct(node, name, arguments)
         return UNKNOWN
 
     def _call_value(self, node: ast.Call, callee: Value, arguments: list[Value]) -> Value:
@@ -497,6 +535,8 @@ class CallEvaluator:
             return Value(Kind.TENSOR, result.placement, scalar=callee.is_loss)
         if callee.kind not in (Kind.MODULE, Kind.UNKNOWN):
             return UNKNOWN
+        if callee.where is Where.DEVICE and self.frames and not self.recording:
+            self.note_module_input(node, callee, arguments)
         if callee.where in (Where.DEVICE, Where.INPUT):
             shown = self._source(node.func)
             evidence = f"output of `{shown}`, {callee.placement.evidence}".rstrip(", ")
@@ -550,6 +590,13 @@ class CallEvaluator:
             return receiver
         if method == "from_pretrained":
             return Value(Kind.MODULE)
+        if receiver.kind is Kind.MODULE and method in _PARAMETER_METHODS:
+            return self._parameters_of(func, method, receiver, unit)
+        if receiver.kind is Kind.SEQUENCE and method == "append" and len(arguments) == 1:
+            name = dotted_name(func.value)
+            if name is not None and env.get(name) is receiver:
+                env[name] = appended(receiver, arguments[0])
+            return UNKNOWN
         if receiver.kind is Kind.BATCH and method in ("items", "values"):
             element = Value(Kind.TENSOR, receiver.placement)
             item = (
@@ -568,6 +615,22 @@ class CallEvaluator:
             return Value(Kind.TENSOR, receiver.placement)
         return UNKNOWN
 
+    def _parameters_of(
+        self, func: ast.Attribute, method: str, receiver: Value, unit: Unit
+    ) -> Value:
+        """`model.parameters()`: tensors where the module is; `self.parameters()` in a module's
+        method: on the module's device, wherever its caller moved it."""
+        if receiver.where is Where.DEVICE:
+            placement = receiver.placement
+        elif unit.module_class and type(func.value) is ast.Name and func.value.id == "self":
+            placement = Placement(Where.INPUT, evidence="a parameter of the module, on its device")
+        else:
+            return UNKNOWN
+        tensor = Value(Kind.TENSOR, placement)
+        if method.startswith("named_"):
+            return Value(Kind.SEQUENCE, item=Value(Kind.SEQUENCE, elements=(UNKNOWN, tensor)))
+        return Value(Kind.SEQUENCE, item=tensor)
+
     def _move(
         self,
         node: ast.Call,
@@ -582,6 +645,9 @@ class CallEvaluator:
         if placement is None or receiver.scatters:
             return receiver if receiver.kind is not Kind.UNKNOWN else UNKNOWN
         receiver_name = dotted_name(func.value)
+        if receiver_name is not None and receiver.kind in (Kind.UNKNOWN, Kind.BATCH):
+            # (a module's `.to()` leaves its plain tensor attributes behind: DEV009's concern)
+            _move_attributes(env, receiver_name, placement)
         if receiver.kind is Kind.MODULE or (bare and receiver.kind is Kind.UNKNOWN):
             # Module.to works in place: the name itself now refers to a moved module.
             moved = Value(Kind.MODULE, placement, has_parameters=receiver.has_parameters,
@@ -592,6 +658,18 @@ class CallEvaluator:
         if receiver.kind in (Kind.TENSOR, Kind.BATCH):
             return Value(receiver.kind, placement, scalar=receiver.scalar)
         return Value(Kind.UNKNOWN, placement)
+
+
+def _move_attributes(env: Env, name: str, placement: Placement) -> None:
+    """`data.to(device)` on an object that is no tensor: a graph `Data`, a `BatchEncoding` or a
+    class defining `to` moves the tensors it holds, so its tensor attributes move with it."""
+    prefix = name + "."
+    for key in [key for key in env if key.startswith(prefix)]:
+        held = env[key]
+        if held.kind is Kind.TENSOR or held.kind is Kind.BATCH:
+            env[key] = held.placed(placement)
+        elif held.where is not Where.UNKNOWN:
+            env[key] = UNKNOWN
 
 
 _Evaluator = Callable[[CallEvaluator, ast.expr, "Env", "Unit"], Value]

@@ -19,11 +19,23 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Optional, Union
 
 from devlint.analysis.calls import CallEvaluator
+from devlint.analysis.contexts import (
+    CONTEXTS_PER_FUNCTION,
+    CallFinding,
+    Context,
+    Frame,
+    InnerFinding,
+    argument_node,
+    bind_arguments,
+    defaults_of,
+)
 from devlint.analysis.guards import expects_error_in_syntax
+from devlint.analysis.kinds import data_siblings, tensor_tested
+from devlint.analysis.loops import loop_head, run_to_fixpoint
 from devlint.analysis.names import ImportMap
 from devlint.analysis.narrowing import type_test
 from devlint.analysis.parameters import (
@@ -51,6 +63,7 @@ from devlint.analysis.values import (
     combine,
     cpu_loader,
     join,
+    join_all,
 )
 
 Env = dict[str, Value]
@@ -121,6 +134,7 @@ class DeviceFlow(CallEvaluator):
         self.visits: list[tuple[ast.AST, Optional[ast.stmt]]] = []
         self.statement: Optional[ast.stmt] = None
         self.expecting_failure = 0
+        self.loop_depth = 0  # loops being run to a fixpoint around the statement
         self.globals: Env = {}
         self.default_device_changed = "set_default_device" in text.source or (
             "set_default_tensor_type" in text.source
@@ -128,6 +142,16 @@ class DeviceFlow(CallEvaluator):
         self.classes: dict[str, ClassFacts] = {}
         self.functions: dict[str, FunctionNode] = {}
         self._summaries: dict[FunctionNode, Value] = {}
+        # Helpers analysed per calling context: their result and what they did with the
+        # caller's CPU values (see `contexts`); the frames of those being analysed.
+        self._contexts: dict[tuple[FunctionNode, Context], tuple[Value, tuple[InnerFinding, ...]]]
+        self._contexts = {}
+        self._context_counts: dict[FunctionNode, int] = {}
+        self.frames: list[Frame] = []
+        # Call sites whose CPU argument a helper hands to a module on a device.
+        self.call_findings: dict[ast.Call, list[CallFinding]] = {}
+        # What each plain class's construction sites pass to `__init__`, in the order seen.
+        self._constructions: dict[str, list[Optional[dict[str, Value]]]] = {}
         self._in_progress: set[FunctionNode] = set()
         # What each plain class's `__init__` leaves in `self` attributes no other method changes.
         self._class_attributes: dict[str, Env] = {}
@@ -183,7 +207,8 @@ class DeviceFlow(CallEvaluator):
         if init is not None:
             # A plain class's `__init__` runs for what it sets; a module's, only to report.
             unit = Unit(init, module_class)
-            init_env = self._analyze(init, unit, attributes, needed=not module_class)
+            context = {} if module_class else self._construction_context(name, init)
+            init_env = self._analyze(init, unit, attributes, not module_class, context)
             attributes = {key: value for key, value in init_env.items() if key.startswith("self.")}
         submodules: frozenset[str] = frozenset()
         if module_class:
@@ -217,13 +242,19 @@ class DeviceFlow(CallEvaluator):
                 self._analyze(method, unit, attributes)
 
     def _analyze(
-        self, function: FunctionNode, unit: Unit, attributes: Env, needed: bool = False
+        self,
+        function: FunctionNode,
+        unit: Unit,
+        attributes: Env,
+        needed: bool = False,
+        context: Optional[Env] = None,
     ) -> Env:
         if not (needed or attributes or self._may_report(function, unit)):
             return {}
         env = dict(self.globals)
         env.update(attributes)
         self._bind_parameters(function, unit, env)
+        env.update(context or {})  # what every construction site passes to `__init__`
         self.exec_block(function.body, env, unit)
         return env
 
@@ -323,13 +354,13 @@ class DeviceFlow(CallEvaluator):
         if function in self._in_progress:
             return UNKNOWN
         self._in_progress.add(function)
-        recording, statement = self.recording, self.statement
-        self.recording = False
+        recording, statement, frames = self.recording, self.statement, self.frames
+        self.recording, self.frames = False, []  # no caller's context: its values are unknown
         unit = Unit(function)
         env: Env = {}
         self._bind_parameters(function, unit, env)
         self.exec_block(function.body, env, unit)
-        self.recording, self.statement = recording, statement
+        self.recording, self.statement, self.frames = recording, statement, frames
         self._in_progress.discard(function)
         result = unit.returns[0] if unit.returns else UNKNOWN
         for other in unit.returns[1:]:
@@ -338,6 +369,115 @@ class DeviceFlow(CallEvaluator):
             result = UNKNOWN  # `.to(device)` with the callee's own `device`: the caller's choice
         self._summaries[function] = result
         return result
+
+    def call_summary(self, function: FunctionNode, call: ast.Call, arguments: list[Value]) -> Value:
+        """What a helper of this file returns for this call's arguments (see `contexts`)."""
+        bound = bind_arguments(function, call, arguments)
+        if bound is None or function in self._in_progress:
+            return self.summary(function)
+        known = {name: value for name, value in bound.items() if value is not UNKNOWN}
+        key = (function, tuple(sorted(known.items(), key=lambda pair: pair[0])))
+        memo = self._contexts.get(key)
+        if memo is None:
+            count = self._context_counts.get(function, 0)
+            if count >= CONTEXTS_PER_FUNCTION:
+                return self.summary(function)
+            self._context_counts[function] = count + 1
+            memo = self._analyze_in_context(function, known)
+            self._contexts[key] = memo
+        result, findings = memo
+        for inner in findings:
+            if inner.parameter in bound:  # (not a default's value: the caller passed nothing)
+                self._pass_on(call, function, inner, bound[inner.parameter])
+        return result
+
+    def _analyze_in_context(
+        self, function: FunctionNode, bound: dict[str, Value]
+    ) -> tuple[Value, tuple[InnerFinding, ...]]:
+        self._in_progress.add(function)
+        recording, statement = self.recording, self.statement
+        self.recording = False
+        unit = Unit(function)
+        env: Env = {}
+        self._bind_parameters(function, unit, env)
+        passed = dict(bound)
+        for name, default in defaults_of(function).items():
+            if name not in bound:  # the call leaves it out: the default is what it holds
+                value = self.eval(default, {}, unit)
+                if value is not UNKNOWN:
+                    passed[name] = value
+        env.update(passed)
+        frame = Frame(passed, function.name)
+        self.frames.append(frame)
+        try:
+            self.exec_block(function.body, env, unit)
+        finally:
+            self.frames.pop()
+            self.recording, self.statement = recording, statement
+            self._in_progress.discard(function)
+        result = unit.returns[0] if unit.returns else UNKNOWN
+        for other in unit.returns[1:]:
+            result = join(result, other)
+        if _placed_by_parameter(result, function, exempt=passed.keys()):
+            result = UNKNOWN
+        return result, tuple(frame.findings)
+
+    def _pass_on(
+        self, call: ast.Call, function: FunctionNode, inner: InnerFinding, value: Value
+    ) -> None:
+        """A helper handed the CPU value of ``call``'s argument to a module on a device: report
+        it at ``call`` (or, inside another helper, at that helper's own call sites)."""
+        if self.recording:
+            argument = argument_node(call, function, inner.parameter)
+            if argument is not None and not self.expecting_failure:
+                found = self.call_findings.setdefault(call, [])
+                finding = CallFinding(argument, value, inner)
+                if finding not in found:
+                    found.append(finding)
+        elif self.frames:
+            parameter = self.frames[-1].parameter_of(value)
+            if parameter is not None:
+                self.frames[-1].findings.append(replace(inner, parameter=parameter))
+
+    def note_module_input(self, call: ast.Call, module: Value, arguments: list[Value]) -> None:
+        """Inside a helper analysed in a context: a CPU value of the caller's handed to a module
+        on a device."""
+        frame = self.frames[-1]
+        for value in arguments:
+            if value.is_cpu_tensor():
+                parameter = frame.parameter_of(value)
+                if parameter is not None:
+                    frame.findings.append(InnerFinding(parameter, call, module, frame.function))
+                return
+
+    def construct(self, call: ast.Call, name: str, arguments: list[Value]) -> None:
+        """A plain class of this file constructed: what its `__init__` is passed here."""
+        facts = self.classes.get(name)
+        init = facts.methods.get("__init__") if facts is not None else None
+        if init is None or not self.recording:
+            return  # a helper's summary runs its code again: each site is counted once
+        bound = bind_arguments(init, call, arguments, skip_first=True)
+        self._constructions.setdefault(name, []).append(bound)
+
+    def _construction_context(self, name: str, init: FunctionNode) -> dict[str, Value]:
+        """What every construction site of class ``name`` passes to its `__init__`, joined;
+        nothing unless each site in the file was seen, and the class has no subclass here."""
+        sites = self._constructions.get(name, [])
+        written = _construction_sites(self._module, name)
+        subclassed = any(name in facts.bases for facts in self.classes.values())
+        if not sites or len(sites) != written or subclassed or any(s is None for s in sites):
+            return {}
+        context: dict[str, Value] = {}
+        parameters = {
+            p.arg for p in (*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs)
+        }
+        for parameter in parameters:
+            held = [site.get(parameter) for site in sites if site is not None]
+            if held and all(value is not None for value in held):
+                joined = join_all(value for value in held if value is not None)
+                if joined is not UNKNOWN:
+                    context[parameter] = joined
+        return context
 
     # -- statements --------------------------------------------------------------------
 
@@ -365,8 +505,10 @@ class DeviceFlow(CallEvaluator):
 
     def _exec_assign(self, statement: ast.Assign, env: Env, unit: Unit) -> bool:
         value = self.eval(statement.value, env, unit)
+        moved = _moved_name(statement.value)
         for target in statement.targets:
-            self.bind(target, value, env, unit)
+            # `data = data.to(device)` keeps the attributes the move took along.
+            self.bind(target, value, env, unit, keep_attributes=moved == dotted_name(target))
         return True
 
     def _exec_annotated(self, statement: ast.AnnAssign, env: Env, unit: Unit) -> bool:
@@ -377,6 +519,8 @@ class DeviceFlow(CallEvaluator):
     def _exec_augmented(self, statement: ast.AugAssign, env: Env, unit: Unit) -> bool:
         current = self.eval(statement.target, env, unit)
         operand = self.eval(statement.value, env, unit)
+        if current.kind is Kind.TENSOR and current.where is not Where.UNKNOWN:
+            return True  # `t += u` works in place: `t` stays where it is (or the line fails)
         if current.kind is not Kind.UNKNOWN or current.where is not Where.UNKNOWN:
             self.bind(statement.target, combine([current, operand]), env, unit)
         return True
@@ -411,14 +555,7 @@ class DeviceFlow(CallEvaluator):
         if tested is not None:
             device, equal = tested
             _place_on_cpu(body_env if equal else orelse_env, device)
-        narrowed = type_test(node.test)
-        if narrowed is not None:
-            for branch_env, tensor in (
-                (body_env, narrowed.tensor_if_true),
-                (orelse_env, narrowed.tensor_if_false),
-            ):
-                if not tensor and narrowed.name in branch_env:
-                    branch_env[narrowed.name] = UNKNOWN
+        _narrow_types(node.test, self.names, body_env, orelse_env)
         body = self.exec_block(node.body, body_env, unit)
         orelse = self.exec_block(node.orelse, orelse_env, unit)  # `elif` is an `if` in here
         changed = _replace(env, merge(body, orelse))
@@ -435,18 +572,33 @@ class DeviceFlow(CallEvaluator):
 
     def _exec_for(self, node: Union[ast.For, ast.AsyncFor], env: Env, unit: Unit) -> bool:
         iterable = self.eval(node.iter, env, unit)
-        body_env = dict(env)
-        self.bind(node.target, iterable.item or UNKNOWN, body_env, unit)
-        self.exec_block(node.body, body_env, unit)
-        merged = merge(env, body_env)
-        _replace(env, merged)
+        item = iterable.item or (join_all(iterable.elements) if iterable.elements else UNKNOWN)
+
+        data = data_siblings(node.target, node.body)
+
+        def iteration(body_env: Env) -> Env:
+            self.bind(node.target, item, body_env, unit)
+            for name in data:
+                if body_env.get(name, UNKNOWN).kind is Kind.UNKNOWN:
+                    body_env[name] = Value(Kind.TENSOR, body_env[name].placement)
+            self.exec_block(node.body, body_env, unit)
+            return body_env
+
+        head = run_to_fixpoint(self, env, iteration)
+        _replace(env, loop_head(env, iteration(dict(head))))
         return self.exec_block(node.orelse, env, unit) is not None
 
     def _exec_while(self, node: ast.While, env: Env, unit: Unit) -> bool:
-        self.eval(node.test, env, unit)
-        body_env = dict(env)
-        self.exec_block(node.body, body_env, unit)
-        return _replace(env, merge(env, body_env))
+        def iteration(body_env: Env) -> Env:
+            self.eval(node.test, body_env, unit)
+            self.exec_block(node.body, body_env, unit)
+            return body_env
+
+        head = run_to_fixpoint(self, env, iteration)
+        final = dict(head)
+        self.eval(node.test, final, unit)
+        self.exec_block(node.body, final, unit)
+        return _replace(env, loop_head(env, final))
 
     def _exec_with(self, node: Union[ast.With, ast.AsyncWith], env: Env, unit: Unit) -> bool:
         expects_error = expects_error_in_syntax(node, self.names)
@@ -495,7 +647,9 @@ class DeviceFlow(CallEvaluator):
 
     # -- binding -------------------------------------------------------------------------
 
-    def bind(self, target: ast.expr, value: Value, env: Env, unit: Unit) -> None:
+    def bind(
+        self, target: ast.expr, value: Value, env: Env, unit: Unit, keep_attributes: bool = False
+    ) -> None:
         if isinstance(target, (ast.Tuple, ast.List)):
             elements = target.elts
             for index, element in enumerate(elements):
@@ -512,9 +666,26 @@ class DeviceFlow(CallEvaluator):
             return
         dotted = dotted_name(target)
         if dotted is not None:
+            if not keep_attributes:
+                forget_attributes(env, dotted)  # they were another object's
             env[dotted] = value
             if self.recording and value is not UNKNOWN:
                 self.values[target] = value
+
+
+def forget_attributes(env: Env, name: str) -> None:
+    """``name`` now holds another object: what was known of its attributes is not."""
+    prefix = name + "."
+    for key in [key for key in env if key.startswith(prefix)]:
+        del env[key]
+
+
+def _moved_name(value: ast.expr) -> Optional[str]:
+    """The name `data.to(device)` moves."""
+    func = value.func if isinstance(value, ast.Call) else None
+    if isinstance(func, ast.Attribute) and func.attr in ("to", "cuda", "cpu"):
+        return dotted_name(func.value)
+    return None
 
 
 def _omitted_parameter(test: ast.expr, function: Optional[FunctionNode]) -> Optional[str]:
@@ -544,15 +715,27 @@ def _omitted_parameter(test: ast.expr, function: Optional[FunctionNode]) -> Opti
     return None
 
 
-def _placed_by_parameter(value: Value, function: FunctionNode) -> bool:
+def _placed_by_parameter(
+    value: Value, function: FunctionNode, exempt: Collection[str] = ()
+) -> bool:
     """Whether ``value`` was placed on a device named by a parameter of ``function``, which
-    means nothing where the caller reads the summary."""
+    means nothing where the caller reads the summary (unless the call passed that parameter:
+    ``exempt``, then the placement is the caller's value)."""
     if value.where is not Where.DEVICE:
         return False
     root = value.placement.device.split(".", 1)[0].split("[", 1)[0]
     arguments = function.args
     every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
-    return any(parameter.arg == root for parameter in every)
+    return any(parameter.arg == root and root not in exempt for parameter in every)
+
+
+def _construction_sites(module: ast.Module, name: str) -> int:
+    """How many calls of ``name`` the file writes."""
+    return sum(
+        1
+        for node in ast.walk(module)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name
+    )
 
 
 def _device_tested_for_cpu(test: ast.expr, text: SourceText) -> Optional[tuple[str, bool]]:
@@ -569,6 +752,28 @@ def _device_tested_for_cpu(test: ast.expr, text: SourceText) -> Optional[tuple[s
         if name and "cpu" in text.code_of(other).lower() and "cpu" not in name.lower():
             return name.removesuffix(".type"), operator in (ast.Eq, ast.Is)
     return None
+
+
+def _narrow_types(test: ast.expr, names: ImportMap, body_env: Env, orelse_env: Env) -> None:
+    """What a type test proves in each branch: no tensor where `isinstance(x, np.ndarray)`
+    holds (its placement unknown), a tensor where `isinstance(x, torch.Tensor)` does."""
+    narrowed = type_test(test)
+    if narrowed is not None:
+        for branch_env, tensor in (
+            (body_env, narrowed.tensor_if_true),
+            (orelse_env, narrowed.tensor_if_false),
+        ):
+            if not tensor and narrowed.name in branch_env:
+                branch_env[narrowed.name] = UNKNOWN
+    tested = tensor_tested(test, names)
+    if tested is not None:
+        # `if not isinstance(image, torch.Tensor): image = preprocess(image)`: where the
+        # test proves it, the name holds a tensor (wherever it lives).
+        name, holds = tested
+        proved = body_env if holds else orelse_env
+        held = proved.get(name, UNKNOWN)
+        if held.kind is Kind.UNKNOWN:
+            proved[name] = Value(Kind.TENSOR, held.placement)
 
 
 def _place_on_cpu(env: Env, device: str) -> None:

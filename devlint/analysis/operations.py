@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 from devlint.analysis.flow import DeviceFlow
 from devlint.analysis.torch_api import COMBINING_FUNCTIONS, OPERAND_METHODS
-from devlint.analysis.values import Placement, Value, mismatch
+from devlint.analysis.values import Kind, Placement, Value, Where, mismatch
 
 
 def operands(node: ast.AST, flow: DeviceFlow) -> list[tuple[ast.expr, Value]]:
@@ -36,7 +36,21 @@ def operands(node: ast.AST, flow: DeviceFlow) -> list[tuple[ast.expr, Value]]:
         parts = [node.func.value, *_call_operands(node)]
     else:
         return []
-    return [(part, flow.value_of(part)) for part in parts]
+    pairs = [(part, flow.value_of(part)) for part in parts]
+    if isinstance(node, ast.AugAssign):
+        return _in_place(pairs)
+    return pairs
+
+
+def _in_place(pairs: list[tuple[ast.expr, Value]]) -> list[tuple[ast.expr, Value]]:
+    """`total += p.sum()`: the target is the output, which a 0-dim CPU tensor cannot be for an
+    operand on a device (only a CPU scalar *input* mixes with other devices)."""
+    (target, held), (operand, added) = pairs
+    if not (held.kind is Kind.TENSOR and held.where is Where.CPU):
+        return pairs
+    if added.kind is not Kind.TENSOR or added.where not in (Where.DEVICE, Where.INPUT):
+        return pairs
+    return [(target, replace(held, scalar=False)), (operand, replace(added, scalar=False))]
 
 
 def _call_operands(node: ast.Call) -> Iterator[ast.expr]:

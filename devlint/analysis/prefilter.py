@@ -76,8 +76,10 @@ TENSOR_PARAMETER = re.compile(
     r"\.\s*(?:" + "|".join(sorted(TENSOR_ONLY_ATTRIBUTES, key=len, reverse=True)) + r")\b"
 )
 # Where a value can be on a device, on the device of `forward`'s inputs or on the caller's.
+# (`.parameters()`: a module's parameters, on its device)
 DEVICE_OR_INPUT_SOURCE = AnyOf(
-    ("cuda", "device", "Tensor"), (_MOVE_TO, FORWARD_METHOD, TENSOR_PARAMETER)
+    ("cuda", "device", "Tensor", "parameters(", "buffers("),
+    (_MOVE_TO, FORWARD_METHOD, TENSOR_PARAMETER),
 )
 # Where a tensor can be on the CPU: a factory, `.cpu()`, "cpu", a data loader's batch.
 CPU_TENSOR_SOURCE = AnyOf(

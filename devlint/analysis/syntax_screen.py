@@ -171,9 +171,14 @@ def _places_on_device(call: ast.Call) -> bool:
     method = _method(call)
     if method == "cuda" or (method == "to" and has_arguments(call)):
         return True
+    if method in _PARAMETER_METHODS:
+        return True  # a module's parameters: on its device
     return any(
         keyword.arg == "device" and not _is_none_or_cpu(keyword.value) for keyword in call.keywords
     )
+
+
+_PARAMETER_METHODS = frozenset({"parameters", "buffers", "named_parameters", "named_buffers"})
 
 
 def _is_none_or_cpu(node: ast.expr) -> bool:

@@ -60,6 +60,7 @@ class Value:
     # What calling a module returned: a tensor for a layer, but a pipeline's images or a model's
     # output object may be numpy arrays or containers; only a tensor's own method proves it.
     module_output: bool = False
+    empty: bool = False  # an empty list or tuple literal: it holds nothing yet
 
     @property
     def where(self) -> Where:
@@ -90,6 +91,8 @@ def join(first: Value, second: Value) -> Value:
     """The value after two paths meet: kept where both agree, unknown where they differ."""
     if first is second:
         return first
+    if first.kind is Kind.SEQUENCE and second.kind is Kind.SEQUENCE:
+        return _join_sequences(first, second)
     kind = first.kind if first.kind is second.kind else Kind.UNKNOWN
     if not first.placement.same_place(second.placement):
         return Value(kind, scalar=first.scalar and second.scalar)
@@ -100,6 +103,35 @@ def join(first: Value, second: Value) -> Value:
     ):
         return first
     return Value(kind, first.placement, scalar=first.scalar and second.scalar)
+
+
+def _join_sequences(first: Value, second: Value) -> Value:
+    """Lists meeting: an empty one adds nothing; others keep what their elements agree on."""
+    if first.empty:
+        return second
+    if second.empty:
+        return first
+    if first.elements and len(first.elements) == len(second.elements):
+        return Value(Kind.SEQUENCE, elements=tuple(map(join, first.elements, second.elements)))
+    first_items, second_items = sequence_items(first), sequence_items(second)
+    if not first_items or not second_items:
+        return Value(Kind.SEQUENCE)  # one side's contents are unknown
+    return Value(Kind.SEQUENCE, item=join_all((*first_items, *second_items)))
+
+
+def sequence_items(value: Value) -> tuple[Value, ...]:
+    """What a sequence may hold: its elements, or its item (nothing where neither is known)."""
+    if value.elements:
+        return value.elements
+    return (value.item,) if value.item is not None else ()
+
+
+def appended(sequence: Value, element: Value) -> Value:
+    """A list after `append(element)`: its items joined with the new one."""
+    if sequence.empty:
+        return Value(Kind.SEQUENCE, item=element)
+    held = sequence_items(sequence)
+    return Value(Kind.SEQUENCE, item=join_all((*held, element)) if held else None)
 
 
 def join_all(values: Iterable[Value]) -> Value:

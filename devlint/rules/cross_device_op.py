@@ -5,6 +5,7 @@ import ast
 from devlint.analysis.operations import Citations, find_mismatch, operands
 from devlint.analysis.prefilter import CPU_TENSOR_SOURCE, DEVICE_SOURCE
 from devlint.analysis.syntax_screen import SyntaxFacts
+from devlint.analysis.values import Kind
 from devlint.rules.base import FlowRule, Invalid
 
 
@@ -58,6 +59,14 @@ class CrossDeviceOp(FlowRule):
         "import torch\nx = torch.zeros(3).cuda()\nn = torch.ones(3)\ny = x + n[0]",
         "import torch\nx = torch.ones(3)\nif cond:\n    x = x.cuda()\ny = x + torch.ones(3)",
         "import torch\ntotal = torch.zeros(3)\ntotal += torch.ones(3)",
+        "import torch\nids = torch.randn(4, 8).cuda().argmax(-1)\ntable = torch.randn(8, 3)\n"
+        "rows = table[ids.cpu()]",
+        "import torch\ntable = torch.randn(8, 3).cuda()\nrows = table[torch.tensor([0, 1])]",
+        # the argument the call passes, not the helper's default
+        "import torch\ndef noise(n, device='cuda'):\n    return torch.randn(n, device=device)\n"
+        "x = torch.zeros(3) + noise(3, device='cpu')",
+        # a join of the CPU and a device is unknown
+        "import torch\nx = torch.zeros(3)\nfor _ in range(2):\n    x = x.cuda()\ny = x + torch.zeros(3)",
         # a helper's `.to(device)` with its own parameter says nothing where it is called
         "import torch\ndef reference(x, device):\n    return (x * 2).to(device)\n"
         "def test():\n    device = 'cpu'\n    out = reference(torch.ones(2), device)\n"
@@ -67,6 +76,28 @@ class CrossDeviceOp(FlowRule):
         "import torch\nx = torch.zeros(3).cuda()\ny = torch.arange(3, out=x.new(3))\nz = x + y",
     )
     INVALID = (
+        # a CPU table indexed with indices on a device
+        Invalid(
+            "import torch\nids = torch.randn(4, 8).cuda().argmax(-1)\ntable = torch.randn(8, 3)\n"
+            "rows = table[ids]",
+            4,
+            8,
+            "`table` is on the CPU",
+        ),
+        # what one iteration leaves is seen at the next
+        Invalid(
+            "import torch\nfor step in range(3):\n    if step:\n"
+            "        d = last - torch.zeros(3)\n    last = torch.ones(3).cuda()",
+            4,
+            13,
+        ),
+        # a helper's default device, where the call leaves the argument out
+        Invalid(
+            "import torch\ndef noise(n, device='cuda'):\n    return torch.randn(n, device=device)\n"
+            "x = torch.zeros(3) + noise(3)",
+            4,
+            5,
+        ),
         Invalid(
             "import torch\nx = torch.ones(3)\nx = x.cuda(0)\ny = x**2\nz = y + x.cpu()",
             5,
@@ -98,6 +129,28 @@ class CrossDeviceOp(FlowRule):
 
     def visit_Call(self, node: ast.Call) -> None:
         self._check(node)
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        """`table[ids]`: a CPU tensor indexed with indices on a device."""
+        flow = self.analysis.flow
+        table = flow.value_of(node.value)
+        if not table.is_cpu_tensor():
+            return
+        parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        for index in parts:
+            value = flow.value_of(index)
+            if value.kind is Kind.TENSOR and value.is_on_device() and not value.scalar:
+                citations = Citations()
+                cpu_evidence = citations.of(table.placement)
+                device_evidence = citations.of(value.placement)
+                self.report(
+                    node,
+                    f"mixes devices: `{self.analysis.source_of(node.value)}` is on the CPU "
+                    f"({cpu_evidence}) but indexed with `{self.analysis.source_of(index)}` on "
+                    f"`{value.placement.device}` ({device_evidence})",
+                    citations.cited(),
+                )
+                return
 
     def _check(self, node: ast.AST) -> None:
         found = find_mismatch(operands(node, self.analysis.flow))

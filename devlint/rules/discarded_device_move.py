@@ -65,6 +65,10 @@ class DiscardedDeviceMove(FlowRule):
         "import torch\nx = torch.zeros(3)\ny = x.to(device)",
         "import torch\nx = torch.zeros(3)\nprint(x.to(device))",
         "import torch\ntorch.zeros(2).cuda()",
+        # a sibling that is used as a module, or named as one, is no evidence of data
+        "for model, x in pairs:\n    x = x.to(dev)\n    model.to(dev)\n    model(x)",
+        "for net, x in pairs:\n    x = x.to(dev)\n    net.to(dev)",
+        "for a, b in pairs:\n    a.to(dev)\n    b.to(dev)",
     )
     INVALID = (
         Invalid(
@@ -85,6 +89,20 @@ class DiscardedDeviceMove(FlowRule):
             3,
             1,
             fixed="import torch\ncentroids = torch.rand(3, 4)\ncentroids = centroids.cuda()",
+        ),
+        Invalid(
+            "import torch\ndef run(image, device):\n    if not isinstance(image, torch.Tensor):\n"
+            "        image = torch.as_tensor(image)\n    image.to(device)",
+            5,
+            5,
+            "`image` stays where it was",
+        ),
+        Invalid(
+            "for a, b in pairs:\n    a = a.to(dev)\n    b.to(dev)",
+            3,
+            5,
+            "`b` stays where it was; assign it: `b = b.to(dev)`",
+            fixed="for a, b in pairs:\n    a = a.to(dev)\n    b = b.to(dev)",
         ),
         Invalid(
             "import torch\nx = torch.zeros(3).float()\nx.to(torch.float16)",
@@ -115,9 +133,9 @@ class DiscardedDeviceMove(FlowRule):
             copy, stays = "a converted copy", f"`{name}` keeps its dtype"
         else:
             evidence = citations.of(receiver.placement)  # cited only where the message uses it
-            place = "the CPU" if receiver.where is Where.CPU else "where it was"
+            place = "on the CPU" if receiver.where is Where.CPU else "where it was"
             copy = "a moved copy"
-            stays = f"`{name}` stays on {place}" + (f" ({evidence})" if evidence else "")
+            stays = f"`{name}` stays {place}" + (f" ({evidence})" if evidence else "")
         fix = None
         if isinstance(call.func.value, ast.Name):
             # Before the statement: it starts at the outermost parenthesis, the call inside it.

@@ -3,6 +3,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from devlint.analysis.contexts import CallFinding
 from devlint.analysis.imported import Feed, fed_modules
 from devlint.analysis.operations import Citations, find_mismatch, first_cpu_operand, operands
 from devlint.analysis.prefilter import CPU_TENSOR_SOURCE, DEVICE_OR_INPUT_SOURCE
@@ -62,6 +63,18 @@ class MissingDeviceMove(FlowRule):
     VALID = (
         "import torch\nfrom torch import nn\nmodel = nn.Linear(3, 2).to(device)\n"
         "x = torch.randn(4, 3).to(device)\nout = model(x)",
+        # the helper moves what it is passed; the caller moves it; the accumulator is rebound
+        "import torch\nfrom torch import nn\ndef score(net, x):\n    return net(x.to(device))\n"
+        "net = nn.Linear(3, 2).to(device)\ns = score(net, torch.randn(4, 3))",
+        "import torch\nfrom torch import nn\ndef score(net, x):\n    return net(x)\n"
+        "net = nn.Linear(3, 2).to(device)\ns = score(net, torch.randn(4, 3).to(device))",
+        "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
+        "    def penalty(self):\n        total = torch.zeros(())\n"
+        "        for p in self.parameters():\n            total = total + p.abs().sum()\n"
+        "        return total",
+        # pyg's `Data.to` moves its attributes
+        "import torch\nfrom torch import nn\ndata = Data()\ndata.x = torch.randn(4, 3)\n"
+        "data = data.to(device)\nmodel = nn.Linear(3, 2).to(device)\nout = model(data.x)",
         "import torch\nfrom torch import nn\nmodel = nn.Linear(3, 2)\nout = model(torch.randn(4, 3))",
         "import torch\nfrom torch import nn\nmodel = nn.Linear(3, 2).to(device)\n"
         "out = model(torch.randn(4, 3, device=device))",
@@ -204,6 +217,33 @@ class MissingDeviceMove(FlowRule):
             7,
             25,
         ),
+        # a helper hands its caller's CPU data to the model the caller moved
+        Invalid(
+            "import torch\nfrom torch import nn\ndef score(net, features):\n"
+            "    return net(features)\nnet = nn.Linear(3, 2).to(device)\n"
+            "features = torch.randn(4, 3)\nresult = score(net, features)",
+            7,
+            21,
+            "`score` passes it to `net` at line 4, which was moved to `device` at line 5",
+        ),
+        # a plain class's method sees what its construction site passed to `__init__`
+        Invalid(
+            "import torch\nfrom torch import nn\nclass Evaluator:\n"
+            "    def __init__(self, model, data):\n        self.model = model\n"
+            "        self.data = data\n    def run(self):\n        return self.model(self.data)\n"
+            "evaluator = Evaluator(nn.Linear(3, 2).cuda(), torch.randn(4, 3))",
+            8,
+            27,
+        ),
+        # an in-place CPU accumulator of a module's parameters, which live on its device
+        Invalid(
+            "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
+            "    def penalty(self):\n        total = torch.zeros(())\n"
+            "        for p in self.parameters():\n            total += p.abs().sum()\n"
+            "        return total",
+            7,
+            13,
+        ),
         # a tensor method combines its receiver with its tensor arguments
         Invalid(
             "import torch\ndef sequence_mask(lengths: torch.Tensor, max_len):\n"
@@ -221,6 +261,8 @@ class MissingDeviceMove(FlowRule):
 
     def visit_Call(self, node: ast.Call) -> None:
         flow = self.analysis.flow
+        for passed in flow.call_findings.get(node, ()):
+            self._check_passed_to_module(node, passed)
         arguments = [(value, flow.value_of(value)) for value in call_arguments(node)]
         if all(value is UNKNOWN for _, value in arguments):
             return  # every check below needs an argument whose placement is known
@@ -300,6 +342,23 @@ class MissingDeviceMove(FlowRule):
             return f"`{shown}`"
         return f"`{feed.module_parameter}`, that is `{shown}`"
 
+    def _check_passed_to_module(self, node: ast.Call, passed: CallFinding) -> None:
+        """`score(net, features)` where `score` calls `net(features)` and `net` was moved."""
+        inner = passed.inner
+        citations = Citations()
+        cpu_evidence = citations.of(passed.value.placement)
+        module_evidence = citations.of(inner.module.placement)
+        citations.nodes.append(inner.call)
+        inner_line = f"{{line{len(citations.nodes) - 1}}}"
+        argument = self.analysis.source_of(passed.argument)
+        self.report(
+            passed.argument,
+            f"`{argument}` is on the CPU ({cpu_evidence}) but `{inner.function}` passes it to "
+            f"`{self.analysis.source_of(inner.call.func)}` at line {inner_line}, which was "
+            f"{module_evidence}: move it with `.to({inner.module.placement.device})`",
+            citations.cited(),
+        )
+
     def _check_layer_input(self, node: ast.Call, arguments: list[tuple[ast.expr, Value]]) -> None:
         found = first_cpu_operand(arguments)
         if found is None:
@@ -353,7 +412,7 @@ class MissingDeviceMove(FlowRule):
         pairs = operands(node, self.analysis.flow)
         follower = next(
             (pair for pair in pairs if pair[1].where is Where.INPUT and not pair[1].scalar), None
-        )
+        )  # (an in-place target on the CPU counts a 0-dim operand: see `operations.operands`)
         if follower is None:
             return
         found: Optional[tuple[ast.expr, Value]] = first_cpu_operand(pairs)

@@ -6,7 +6,7 @@ from devlint.analysis.operations import Citations
 from devlint.analysis.prefilter import DEVICE_OR_INPUT_SOURCE
 from devlint.analysis.syntax import has_arguments, method_name
 from devlint.analysis.syntax_screen import SyntaxFacts
-from devlint.analysis.values import Kind, Value, Where
+from devlint.analysis.values import Kind, Value, Where, sequence_items
 from devlint.context import NodeEdit, RawFix
 from devlint.diagnostics import Applicability
 from devlint.rules.base import FlowRule, Invalid
@@ -87,6 +87,10 @@ class NumpyOnDeviceTensor(FlowRule):
         "x = out.to(self.cpu_device)\na = x.numpy()",
         "import numpy as np\nimport torch\nx = torch.zeros(3).to(device)\nm = np.mean(x.cpu())",
         "import numpy as np\nimport torch\nx = torch.zeros(3)\nm = np.mean(x)",
+        "import numpy as np\nimport torch\nouts = []\nfor _ in range(3):\n"
+        "    outs.append(torch.ones(2).cuda().cpu())\ns = np.stack(outs)",
+        "import numpy as np\nimport torch\nouts = [torch.ones(2).cuda(), torch.ones(2)]\n"
+        "s = np.stack(outs)",
         # the branch proved the device is the CPU
         "import torch\nx = torch.zeros(3).to(device)\nif device == 'cpu':\n    a = x.numpy()",
         "import torch\nx = torch.zeros(3).to(self.device)\nif self.device != CPU:\n"
@@ -138,6 +142,14 @@ class NumpyOnDeviceTensor(FlowRule):
             5,
             15,
         ),
+        # a list of device tensors, kept through `append`
+        Invalid(
+            "import numpy as np\nimport torch\nouts = []\nfor _ in range(3):\n"
+            "    outs.append(torch.ones(2).cuda())\ns = np.stack(outs)",
+            6,
+            14,
+            "`outs` holds tensors that may be on a GPU",
+        ),
     )
 
     @classmethod
@@ -175,6 +187,9 @@ class NumpyOnDeviceTensor(FlowRule):
         """`np.mean(t)`, `np.stack([a, b])`: numpy converts its tensor arguments in host memory."""
         for argument in _converted_arguments(node):
             value = self.analysis.flow.value_of(argument)
+            if value.kind is Kind.SEQUENCE:
+                self._check_sequence(argument, value, qualified)
+                return
             if value.kind is not Kind.TENSOR or value.module_output or not _may_be_on_gpu(value):
                 continue  # a module's output may be an array already (a pipeline's images)
             name = self.analysis.source_of(argument)
@@ -195,6 +210,25 @@ class NumpyOnDeviceTensor(FlowRule):
                 fix,
             )
             return
+
+    def _check_sequence(self, argument: ast.expr, value: Value, qualified: str) -> None:
+        """`np.stack(outputs)` where every tensor the list holds is on a device."""
+        held = sequence_items(value)
+        if not held or not all(
+            item.kind is Kind.TENSOR and item.where is Where.DEVICE and not item.module_output
+            for item in held
+        ):
+            return
+        name = self.analysis.source_of(argument)
+        citations = Citations()
+        evidence = citations.of(held[0].placement)
+        self.report(
+            argument,
+            f"`{name}` holds tensors that may be on a GPU ({evidence}) and `{qualified}` "
+            "converts them to an array in host memory: move each with `.cpu()` first "
+            f"(`[t.cpu() for t in {name}]`)",
+            citations.cited(),
+        )
 
 
 def _may_be_on_gpu(value: Value) -> bool:

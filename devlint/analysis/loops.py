@@ -1,0 +1,64 @@
+"""Loops to a fixpoint: the state at a loop's head is the join of the state on entry and the
+state at the end of every iteration, so a value moved at the end of one iteration is seen at the
+start of the next.
+
+The body is run without recording until the head's state is stable (or a bound is reached, at
+which point what still changes becomes unknown), then once more, recording, from that state.
+A name bound only inside the body holds, at the head, what the body's end leaves in it: the first
+iteration cannot read it without a `NameError`, so every read at the head is a later iteration's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Optional
+
+from devlint.analysis.values import UNKNOWN, join
+
+if TYPE_CHECKING:
+    from devlint.analysis.flow import DeviceFlow, Env
+
+# Rounds without recording before the head's state is widened; nested loops get fewer, so a
+# nest of loops stays linear in practice (a loop inside two others runs its body once).
+_ROUNDS = (3, 2, 1)
+
+
+def loop_head(entry: Env, end: Optional[Env]) -> Env:
+    """The state at the head of a loop: what holds on entry joined with what an iteration leaves."""
+    if end is None:
+        return dict(entry)
+    head: Env = {}
+    for key, value in entry.items():
+        other = end.get(key)
+        head[key] = value if value is other else UNKNOWN if other is None else join(value, other)
+    for key in end.keys() - entry.keys():
+        # An attribute may hold a value set where the analysis does not see; a name may not.
+        head[key] = end[key] if "." not in key else UNKNOWN
+    return head
+
+
+def _widened(previous: Env, head: Env) -> Env:
+    """After the last round: what still changes is unknown."""
+    return {key: value if previous.get(key) == value else UNKNOWN for key, value in head.items()}
+
+
+def run_to_fixpoint(flow: DeviceFlow, entry: Env, iteration: Callable[[Env], Optional[Env]]) -> Env:
+    """The loop head's state. ``iteration`` runs the body once from a head state, in place, and
+    returns the state at its end (None when no iteration reaches it)."""
+    depth = flow.loop_depth
+    rounds = _ROUNDS[min(depth, len(_ROUNDS) - 1)]
+    recording, statement = flow.recording, flow.statement
+    flow.recording = False
+    flow.loop_depth += 1
+    head = previous = dict(entry)
+    try:
+        for _ in range(rounds):
+            body = dict(head)
+            following = loop_head(entry, iteration(body))
+            if following == head:
+                return head
+            previous, head = head, following
+        return _widened(previous, head)
+    finally:
+        flow.recording, flow.statement = recording, statement
+        flow.loop_depth -= 1
