@@ -68,6 +68,9 @@ class DevlintServer(LanguageServer):
         self.linter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="devlint-lint")
         self.published: dict[str, Published] = {}
         self.runs: dict[str, _Run] = {}
+        # The last outcome of each document with what it was computed from: a save, or a
+        # change in a file it imports that changes nothing it reads, costs no lint.
+        self.memo: dict[str, tuple[tuple[object, ...], LintOutcome]] = {}
 
     # Documents -----------------------------------------------------------------------------
 
@@ -106,7 +109,13 @@ class DevlintServer(LanguageServer):
                 run.again = False
                 document = self.workspace.get_text_document(uri)
                 version, text = document.version, document.source
-                outcome = await loop.run_in_executor(self.linter, self._lint, uri, text)
+                key = (text, self._dependencies(uri, text), *self.session.stamp(self.path_of(uri)))
+                memo = self.memo.get(uri)
+                if memo is not None and memo[0] == key:
+                    outcome = memo[1]
+                else:
+                    outcome = await loop.run_in_executor(self.linter, self._lint, uri, text)
+                    self.memo[uri] = (key, outcome)
                 current = self.workspace.text_documents.get(uri)
                 if current is None:
                     return
@@ -143,6 +152,15 @@ class DevlintServer(LanguageServer):
         self.published[uri] = Published(version, lines, outcome.findings)
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
+        )
+
+    def _dependencies(self, uri: str, text: str) -> tuple[tuple[str, int], ...]:
+        """The open files this one imports, with their versions."""
+        imported = imported_modules(text, self.path_of(uri))
+        return tuple(
+            (other, document.version or 0)
+            for other, document in self.workspace.text_documents.items()
+            if other != uri and imports_any(imported, module_names(self.path_of(other)))
         )
 
     def _lint_dependents(self, uri: str) -> None:
@@ -229,6 +247,7 @@ def did_save(ls: DevlintServer, params: types.DidSaveTextDocumentParams) -> None
 def did_close(ls: DevlintServer, params: types.DidCloseTextDocumentParams) -> None:
     uri = params.text_document.uri
     ls.published.pop(uri, None)
+    ls.memo.pop(uri, None)
     ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
 

@@ -112,10 +112,12 @@ class LintSession:
         self.root = root or Path.cwd()
         self._rule_sets: dict[frozenset[str], RuleSet] = {}
         self._baseline: Optional[tuple[Path, Optional[int], frozenset[Any]]] = None
+        self.generation = 0  # counts configurations: a lint's result holds for one only
         self.configure(settings)
 
     def configure(self, settings: ServerSettings) -> None:
         self.settings = settings
+        self.generation += 1
         self._resolver: Optional[ConfigResolver] = None
         self._stamps: dict[Path, tuple[Optional[int], ...]] = {}
         self._baseline = None
@@ -132,6 +134,12 @@ class LintSession:
         if self.settings.config:
             candidates.append(self._path(self.settings.config))
         return tuple(_mtime(candidate) for candidate in candidates)
+
+    def stamp(self, path: Path) -> tuple[object, ...]:
+        """What a lint of ``path`` depends on besides its text: the settings, the configuration
+        files and the baseline. The same stamp and text give the same findings."""
+        baseline = _mtime(self._path(self.settings.baseline)) if self.settings.baseline else None
+        return (self.generation, self._config_stamp(path.parent), baseline)
 
     def resolver_for(self, path: Path) -> ConfigResolver:
         folder = path.parent
