@@ -14,6 +14,7 @@ from lsprotocol import types  # noqa: E402
 from pygls.exceptions import JsonRpcMethodNotFound  # noqa: E402
 from pytest_lsp import ClientServerConfig, LanguageClient  # noqa: E402
 
+from devlint.server.notebooks import Cell, notebook_json  # noqa: E402
 from tests.helpers import run_cli  # noqa: E402
 from tests.server_helpers import (  # noqa: E402
     SCRIPT,
@@ -25,6 +26,7 @@ from tests.server_helpers import (  # noqa: E402
     make_project,
     open_document,
     replace_text,
+    uri_of,
     wait_for,
 )
 
@@ -297,3 +299,94 @@ async def test_a_closed_document_has_its_diagnostics_cleared(
         types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
     )
     assert await wait_for(client, uri, lambda d: d == []) == []
+
+
+async def test_a_notebooks_findings_land_on_their_cells(
+    client: LanguageClient, project: Path
+) -> None:
+    cells = [
+        ("markdown", "# Training\nMove the model to the GPU."),
+        ("code", "import torch\nimport torch.nn as nn"),
+        ("code", "model = nn.Linear(2, 2)\nmodel.to('cuda')\ntorch.cuda.memory_cached()"),
+    ]
+    path = project / "train.ipynb"
+    notebook_uri = uri_of(path)
+    cell_uris = [f"vscode-notebook-cell:{path}#C{n}" for n in range(len(cells))]
+    path.write_text(
+        notebook_json([Cell(u, kind, text) for u, (kind, text) in zip(cell_uris, cells)]), "utf-8"
+    )
+    language = {"markdown": "markdown", "code": "python"}
+    client.notebook_document_did_open(
+        types.DidOpenNotebookDocumentParams(
+            notebook_document=types.NotebookDocument(
+                uri=notebook_uri,
+                notebook_type="jupyter-notebook",
+                version=1,
+                cells=[
+                    types.NotebookCell(
+                        kind=types.NotebookCellKind.Code
+                        if kind == "code"
+                        else types.NotebookCellKind.Markup,
+                        document=cell_uri,
+                    )
+                    for cell_uri, (kind, _) in zip(cell_uris, cells)
+                ],
+            ),
+            cell_text_documents=[
+                types.TextDocumentItem(uri=u, language_id=language[kind], version=1, text=text)
+                for u, (kind, text) in zip(cell_uris, cells)
+            ],
+        )
+    )
+    diagnostics = await wait_for(client, cell_uris[2], lambda d: len(d) == 2)
+    assert await wait_for(client, cell_uris[1]) == []
+    assert cell_uris[0] not in client.diagnostics  # a markdown cell is never linted
+    result = run_cli("--format", "json", "--no-cache", str(path), cwd=project)
+    expected = [
+        (f["cell"], f["code"], f["location"]["row"] - 1, f["location"]["column"] - 1)
+        for f in json.loads(result.stdout)
+    ]
+    got = [(3, d.code, d.range.start.line, d.range.start.character) for d in diagnostics]
+    assert got == expected == [(3, "DEV001", 1, 0), (3, "DEV002", 2, 0)]
+    # The quick fix edits the cell, in the cell's own rows.
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=cell_uris[2]),
+            range=_range(2, 0, 2, 0),
+            context=types.CodeActionContext(diagnostics=[]),
+        )
+    )
+    assert actions is not None
+    titles = [a.title for a in actions if isinstance(a, types.CodeAction)]
+    assert titles == ["Fix: Rename to `memory_reserved` (DEV002)", "Disable DEV002 for this line"]
+    fix = actions[0]
+    assert isinstance(fix, types.CodeAction)
+    assert apply_edits(cells[2][1], edits_of(fix.edit)).splitlines()[2] == (
+        "torch.cuda.memory_reserved()"
+    )
+    # Editing a cell re-lints the notebook.
+    client.diagnostics.pop(cell_uris[2], None)
+    client.notebook_document_did_change(
+        types.DidChangeNotebookDocumentParams(
+            notebook_document=types.VersionedNotebookDocumentIdentifier(
+                uri=notebook_uri, version=2
+            ),
+            change=types.NotebookDocumentChangeEvent(
+                cells=types.NotebookDocumentCellChanges(
+                    text_content=[
+                        types.NotebookDocumentCellContentChanges(
+                            document=types.VersionedTextDocumentIdentifier(
+                                uri=cell_uris[2], version=2
+                            ),
+                            changes=[
+                                types.TextDocumentContentChangeWholeDocument(
+                                    text="model = nn.Linear(2, 2)\n"
+                                )
+                            ],
+                        )
+                    ]
+                )
+            ),
+        )
+    )
+    assert await wait_for(client, cell_uris[2]) == []

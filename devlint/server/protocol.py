@@ -37,6 +37,7 @@ from devlint.server.convert import (
     to_range,
 )
 from devlint.server.imports import imported_modules, imports_any, module_names
+from devlint.server.notebooks import Cell, findings_by_cell, notebook_json
 from devlint.server.session import LintOutcome, LintSession, ServerSettings
 from devlint.suppression import split_lines
 
@@ -60,9 +61,18 @@ class _Run:
     cascade: bool = False  # then re-lint the open files that import this one
 
 
+# Notebooks with Python cells are synced as notebooks (LSP 3.17), their cells not as files.
+_NOTEBOOKS = types.NotebookDocumentSyncOptions(
+    notebook_selector=[
+        types.NotebookDocumentFilterWithCells(cells=[types.NotebookCellLanguage("python")])
+    ],
+    save=True,
+)
+
+
 class DevlintServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("devlint", __version__)
+        super().__init__("devlint", __version__, notebook_document_sync=_NOTEBOOKS)
         self.session = LintSession(ServerSettings())
         # One worker: rule sets carry per-file state, and a second core is the editor's.
         self.linter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="devlint-lint")
@@ -80,14 +90,39 @@ class DevlintServer(LanguageServer):
         return Path(path) if path else self.session.root / "untitled.py"
 
     def is_python(self, uri: str) -> bool:
+        """A Python file open on its own (a notebook's cell is linted with its notebook)."""
         document = self.workspace.text_documents.get(uri)
-        if document is None:
+        if document is None or self.workspace.get_notebook_document(cell_uri=uri) is not None:
             return False
         return document.language_id == "python" or uri.endswith(PYTHON_SUFFIXES)
 
+    def cells(self, uri: str) -> Optional[list[Cell]]:
+        """The open notebook's cells, in order; None where ``uri`` is no open notebook."""
+        notebook = self.workspace.get_notebook_document(notebook_uri=uri)
+        if notebook is None:
+            return None
+        cells = []
+        for cell in notebook.cells:
+            document = self.workspace.text_documents.get(cell.document)
+            code = cell.kind == types.NotebookCellKind.Code and document is not None
+            if code and document is not None and document.language_id != "python":
+                code = False
+            source = document.source if document is not None else ""
+            cells.append(Cell(cell.document, "code" if code else "markdown", source))
+        return cells
+
+    def snapshot(self, uri: str) -> Optional[tuple[Optional[int], str]]:
+        """The version and the text to lint of an open file or notebook."""
+        cells = self.cells(uri)
+        if cells is not None:
+            notebook = self.workspace.get_notebook_document(notebook_uri=uri)
+            return (notebook.version if notebook is not None else None), notebook_json(cells)
+        document = self.workspace.text_documents.get(uri)
+        return None if document is None else (document.version, document.source)
+
     def schedule(self, uri: str, cascade: bool = False) -> None:
         """Lint ``uri`` now, or as soon as the run in flight for it ends."""
-        if not self.is_python(uri):
+        if not (self.is_python(uri) or uri in self.workspace.notebook_documents):
             return
         run = self.runs.get(uri)
         if run is not None:
@@ -98,17 +133,16 @@ class DevlintServer(LanguageServer):
         self.runs[uri] = _Run(task, cascade=cascade)
 
     def relint_all(self) -> None:
-        for uri in list(self.workspace.text_documents):
+        for uri in [*self.workspace.text_documents, *self.workspace.notebook_documents]:
             self.schedule(uri)
 
     async def _lint_until_current(self, uri: str) -> None:
         loop = asyncio.get_running_loop()
         try:
-            while uri in self.workspace.text_documents:
+            while (snapshot := self.snapshot(uri)) is not None:
                 run = self.runs[uri]
                 run.again = False
-                document = self.workspace.get_text_document(uri)
-                version, text = document.version, document.source
+                version, text = snapshot
                 key = (text, self._dependencies(uri, text), *self.session.stamp(self.path_of(uri)))
                 memo = self.memo.get(uri)
                 if memo is not None and memo[0] == key:
@@ -116,10 +150,10 @@ class DevlintServer(LanguageServer):
                 else:
                     outcome = await loop.run_in_executor(self.linter, self._lint, uri, text)
                     self.memo[uri] = (key, outcome)
-                current = self.workspace.text_documents.get(uri)
+                current = self.snapshot(uri)
                 if current is None:
                     return
-                if current.version != version or run.again:
+                if current != snapshot or run.again:
                     continue  # superseded: the findings of an older text are never shown
                 self._publish(uri, version, text, outcome)
                 break
@@ -139,17 +173,41 @@ class DevlintServer(LanguageServer):
             return LintOutcome(errors=[InternalError(str(path), detail)])
 
     def _publish(self, uri: str, version: Optional[int], text: str, outcome: LintOutcome) -> None:
-        lines = split_lines(text)
-        codec = self.workspace.position_codec
         if outcome.skipped is not None:
             self.window_log_message(
                 types.LogMessageParams(type=types.MessageType.Info, message=outcome.skipped)
             )
-        diagnostics = [to_diagnostic(f, uri, lines, codec) for f in outcome.findings]
+        cells = self.cells(uri)
+        if cells is not None:
+            self._publish_cells(cells, outcome)
+            return
+        self._publish_document(uri, version, text, outcome.findings, outcome)
+
+    def _publish_cells(self, cells: list[Cell], outcome: LintOutcome) -> None:
+        """A notebook's findings, each on its cell; problems with devlint on the first."""
+        by_cell = findings_by_cell(outcome.findings, cells)
+        for index, (cell_uri, findings) in enumerate(by_cell.items()):
+            document = self.workspace.text_documents.get(cell_uri)
+            version = document.version if document is not None else None
+            source = document.source if document is not None else ""
+            problems = outcome if index == 0 else LintOutcome()
+            self._publish_document(cell_uri, version, source, findings, problems)
+
+    def _publish_document(
+        self,
+        uri: str,
+        version: Optional[int],
+        text: str,
+        findings: list[Finding],
+        outcome: LintOutcome,
+    ) -> None:
+        lines = split_lines(text)
+        codec = self.workspace.position_codec
+        diagnostics = [to_diagnostic(f, uri, lines, codec) for f in findings]
         diagnostics += [error_diagnostic(error) for error in outcome.errors]
         if outcome.config_error is not None:
             diagnostics.append(problem_diagnostic(f"devlint: {outcome.config_error}"))
-        self.published[uri] = Published(version, lines, outcome.findings)
+        self.published[uri] = Published(version, lines, findings)
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
         )
@@ -251,6 +309,31 @@ def did_close(ls: DevlintServer, params: types.DidCloseTextDocumentParams) -> No
     ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
 
+@server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
+def did_open_notebook(ls: DevlintServer, params: types.DidOpenNotebookDocumentParams) -> None:
+    ls.schedule(params.notebook_document.uri)
+
+
+@server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+def did_change_notebook(ls: DevlintServer, params: types.DidChangeNotebookDocumentParams) -> None:
+    ls.schedule(params.notebook_document.uri)
+
+
+@server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
+def did_save_notebook(ls: DevlintServer, params: types.DidSaveNotebookDocumentParams) -> None:
+    ls.schedule(params.notebook_document.uri)
+
+
+@server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
+def did_close_notebook(ls: DevlintServer, params: types.DidCloseNotebookDocumentParams) -> None:
+    ls.memo.pop(params.notebook_document.uri, None)
+    for cell in params.cell_text_documents:
+        ls.published.pop(cell.uri, None)
+        ls.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=cell.uri, diagnostics=[])
+        )
+
+
 @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
 def did_change_configuration(ls: DevlintServer, params: types.DidChangeConfigurationParams) -> None:
     if params.settings is not None:  # a client may only signal a change
@@ -308,7 +391,8 @@ async def code_action(
         for f in published.findings
         if f.fix is not None and (unsafe or f.fix.applicability is Applicability.SAFE)
     ]
-    if fixable and _wants(only, FIX_ALL_KIND):
+    in_notebook = ls.workspace.get_notebook_document(cell_uri=uri) is not None
+    if fixable and _wants(only, FIX_ALL_KIND) and not in_notebook:  # a cell is not a file
         action = fix_all_action(uri, version)
         if not ls.lazy_edits():  # a client that cannot resolve gets the edit now
             action.edit = await ls.fix_all_edit(uri)
