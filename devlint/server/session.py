@@ -21,6 +21,8 @@ from devlint.config import ConfigError, ConfigResolver, RuleSelection, split_sel
 from devlint.diagnostics import Finding, InternalError
 from devlint.engine import RuleSet, lint_source
 from devlint.fixing import fix_source
+from devlint.server.incremental import IncrementalParser
+from devlint.trusted_parse import parsing_with
 
 _CODING = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
 _CONFIG_NAMES = ("pyproject.toml",)
@@ -111,6 +113,7 @@ class LintSession:
     def __init__(self, settings: ServerSettings, root: Optional[Path] = None) -> None:
         self.root = root or Path.cwd()
         self._rule_sets: dict[frozenset[str], RuleSet] = {}
+        self.parser = IncrementalParser()  # the analysis cache kept warm: the last parses
         self._baseline: Optional[tuple[Path, Optional[int], frozenset[Any]]] = None
         self.generation = 0  # counts configurations: a lint's result holds for one only
         self.configure(settings)
@@ -175,7 +178,9 @@ class LintSession:
             return LintOutcome(config_error=str(error))
         if rules is None:
             return LintOutcome(skipped=f"{path} is excluded by its configuration")
-        result = lint_source(str(path), data, rules)
+        shown = str(path)
+        with parsing_with(lambda source: self.parser.parse(shown, source)):
+            result = lint_source(shown, data, rules)
         findings = result.findings
         if recorded is not None:
             baseline, entries = recorded
