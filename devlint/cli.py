@@ -48,7 +48,7 @@ if TYPE_CHECKING:  # the runtime companion is imported only when used
     from devlint.runtime.confirm import ConfirmOptions
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-_SUBCOMMANDS = ("check", "explain", "rules", "confirm")
+_SUBCOMMANDS = ("check", "explain", "rules", "confirm", "server")
 
 
 def _fail(message: str) -> NoReturn:
@@ -488,6 +488,21 @@ def _run_confirm(
     except SandboxError as error:
         _fail(str(error))
     sys.exit(EXIT_CLEAN if exit_zero and code == EXIT_FINDINGS else code)
+
+
+@cli.command()
+@click.option("--stdio", is_flag=True, help="Talk over standard input and output (the default).")
+def server(stdio: bool) -> None:
+    """Run the language server over standard input and output (needs `devlint[server]`).
+
+    Editors get findings as you type, quick fixes, `source.fixAll.devlint` and rule docs on
+    hover; see the README's "Editors" section for set-ups.
+    """
+    try:
+        from devlint.server.protocol import run
+    except ImportError as error:
+        _fail(f"`devlint server` needs pygls ({error}): pip install 'devlint[server]'")
+    run()
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:

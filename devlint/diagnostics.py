@@ -55,6 +55,9 @@ class Finding:
     # program row where that cell begins. Reports show rows within the cell.
     cell: Optional[int] = None
     cell_first_row: int = 1
+    # Where the evidence a message cites begins ("made on line 12"), for editors' related
+    # information; not part of a finding's identity, and not kept in the cache.
+    cited: tuple[Position, ...] = field(default=(), compare=False)
 
     def sort_key(self) -> tuple[str, int, int, str]:
         return (self.path, self.start.row, self.start.column, self.code)

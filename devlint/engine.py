@@ -583,6 +583,9 @@ def _locate(
         end=Position(where.end.line, where.end.column + 1),
         noqa_row=statement.end.line,
         fix=_locate_fix(raw.fix, ranges) if raw.fix is not None else None,
+        cited=tuple(
+            Position(ranges[node].start.line, ranges[node].start.column + 1) for node in raw.cited
+        ),
     )
     # On a statement over several lines, a noqa comment on its first or last line counts too.
     rows = (where.start.line, where.end.line, statement.start.line, statement.end.line)
