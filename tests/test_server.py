@@ -83,7 +83,7 @@ async def test_saved_file_diagnostics_equal_the_cli_json(
         assert diagnostic.source == "devlint"
         assert diagnostic.severity == types.DiagnosticSeverity.Warning
         assert diagnostic.code_description is not None
-        assert diagnostic.code_description.href.endswith("README.md#rules")
+        assert diagnostic.code_description.href.endswith(f"README.md#{diagnostic.code.lower()}")
     by_code = {str(d.code): d for d in diagnostics}
     assert list(by_code["DEV002"].tags or ()) == [types.DiagnosticTag.Deprecated]
     assert by_code["DEV001"].tags is None

@@ -100,4 +100,4 @@ def test_an_exception_in_the_engine_never_escapes_a_lint(
 
 
 def test_rule_docs_url_names_the_readme_section() -> None:
-    assert rule_docs_url("DEV001").endswith("/README.md#rules")
+    assert rule_docs_url("DEV001").endswith("/README.md#dev001")

@@ -10,17 +10,16 @@ from lsprotocol import types
 from pygls.workspace import PositionCodec
 
 from devlint.diagnostics import PARSE_ERROR_CODE, Edit, Finding, InternalError, Position
+from devlint.report import rule_url
 
 SOURCE = "devlint"
-# The rules' documentation lives in the README's Rules section (and `devlint explain CODE`).
-# One place to change when the rules get pages of their own.
-DOCS_URL = "https://github.com/devlint/devlint/blob/main/README.md"
 _DEPRECATED_CODES = frozenset({"DEV002"})
 
 
 def rule_docs_url(code: str) -> str:
-    """The documentation of rule ``code``."""
-    return f"{DOCS_URL}#rules"
+    """The documentation of rule ``code``: the same address as the JSON `url` and SARIF's
+    `helpUri`."""
+    return rule_url(code, "")
 
 
 def to_client(position: Position, lines: Sequence[str], codec: PositionCodec) -> types.Position:
