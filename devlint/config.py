@@ -15,6 +15,15 @@ import pathspec
 
 from devlint.diagnostics import PARSE_ERROR_CODE
 from devlint.rules import ALL_RULES
+from devlint.torch_floor import (
+    ACCELERATOR_CHOICES,
+    ANY_ACCELERATOR,
+    UNKNOWN_FLOOR,
+    DeviceStyle,
+    TorchFloor,
+    parse_version,
+    project_torch_floor,
+)
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -35,7 +44,10 @@ DOCS_INCLUDE: tuple[str, ...] = ("*.md", "*.rst")
 _LIST_KEYS = (
     "select", "ignore", "extend-select", "exclude", "extend-exclude", "include", "extend-include",
 )  # fmt: skip
-KNOWN_KEYS = frozenset((*_LIST_KEYS, "per-file-ignores"))
+# How fixes write a device: the torch floor (read from the project's metadata unless set) and
+# the accelerators they pick from ("any", or "cuda" for CUDA-or-CPU only).
+_DEVICE_KEYS = ("torch-version", "accelerators")
+KNOWN_KEYS = frozenset((*_LIST_KEYS, "per-file-ignores", *_DEVICE_KEYS))
 RUNTIME_KEYS = frozenset({"confirm"})  # [tool.devlint.confirm], read by devlint.runtime.settings
 
 
@@ -115,6 +127,8 @@ class ProjectConfig:
     extend_exclude: tuple[str, ...] = ()
     include: Optional[tuple[str, ...]] = None
     extend_include: tuple[str, ...] = ()
+    torch_floor: Optional[TorchFloor] = None  # `torch-version`, where set
+    accelerators: str = ANY_ACCELERATOR
 
 
 @dataclass(frozen=True)
@@ -126,6 +140,13 @@ class Settings:
     exclude: tuple[str, ...]
     per_file_ignores: tuple[tuple[str, frozenset[str]], ...]
     include: tuple[str, ...] = DEFAULT_INCLUDE
+    # The lowest torch the project supports, and where that was read: fixes use no newer API.
+    torch_floor: TorchFloor = UNKNOWN_FLOOR
+    accelerators: str = ANY_ACCELERATOR
+
+    @property
+    def device_style(self) -> DeviceStyle:
+        return DeviceStyle(self.torch_floor, self.accelerators)
 
     def is_included(self, path: Path) -> bool:
         """Whether a folder's walk lints this file (files named on the command line always are).
@@ -204,8 +225,27 @@ def parse_project_config(table: Mapping[str, Any], root: Path, source: Path) -> 
         ignores.append((pattern, listed or ()))
     return ProjectConfig(
         root, source, selection, tuple(ignores), lists["exclude"], lists["extend-exclude"] or (),
-        lists["include"], lists["extend-include"] or (),
+        lists["include"], lists["extend-include"] or (), _torch_version(table, source, origin),
+        _accelerators(table, origin),
     )  # fmt: skip
+
+
+def _torch_version(table: Mapping[str, Any], source: Path, origin: str) -> Optional[TorchFloor]:
+    value = table.get("torch-version")
+    if value is None:
+        return None
+    version = parse_version(value) if isinstance(value, str) else None
+    if version is None:
+        raise ConfigError(f'`torch-version` in {origin} must be a version such as "2.4"')
+    return TorchFloor(version, f"`torch-version` in {source.name}")
+
+
+def _accelerators(table: Mapping[str, Any], origin: str) -> str:
+    value = table.get("accelerators", ANY_ACCELERATOR)
+    if value not in ACCELERATOR_CHOICES:
+        choices = " or ".join(f'"{choice}"' for choice in ACCELERATOR_CHOICES)
+        raise ConfigError(f"`accelerators` in {origin} must be {choices}")
+    return str(value)
 
 
 def load_config_file(path: Path, require_table: bool) -> Optional[ProjectConfig]:
@@ -247,7 +287,7 @@ class ConfigResolver:
         cached = self._by_folder.get(folder)
         if cached is None:
             project = self._fixed or self._nearest(folder) or ProjectConfig(Path.cwd())
-            cached = self._by_folder[folder] = self._settings(project)
+            cached = self._by_folder[folder] = self._settings(project, folder)
         return cached
 
     def _nearest(self, folder: Path) -> Optional[ProjectConfig]:
@@ -259,7 +299,7 @@ class ConfigResolver:
                     return config
         return None
 
-    def _settings(self, project: ProjectConfig) -> Settings:
+    def _settings(self, project: ProjectConfig, folder: Path) -> Settings:
         enabled = self._cli.apply(project.selection.apply(DEFAULT_CODES))
         if not (project.selection.ignores_parse_errors() or self._cli.ignores_parse_errors()):
             enabled |= {PARSE_ERROR_CODE}  # a file that cannot be parsed is never silently passed
@@ -273,7 +313,10 @@ class ConfigResolver:
             *project.extend_include,
             *self._extend_include,
         )
-        return Settings(project.root, enabled, exclude, ignores, include)
+        floor = project.torch_floor or project_torch_floor(folder)
+        return Settings(
+            project.root, enabled, exclude, ignores, include, floor, project.accelerators
+        )
 
 
 def split_selectors(values: Sequence[str]) -> tuple[str, ...]:

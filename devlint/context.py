@@ -12,6 +12,7 @@ from devlint.analysis.guards import ConditionClassifier, GuardTracker, expects_e
 from devlint.analysis.names import ImportMap
 from devlint.analysis.scopes import ScopeTracker
 from devlint.diagnostics import Applicability
+from devlint.torch_floor import DEFAULT_STYLE, DeviceStyle
 
 # A node of LibCST's tree (most rules) or of CPython's (the device-flow rules).
 Node = Union[cst.CSTNode, ast.AST]
@@ -118,10 +119,11 @@ class FindingCollector:
 class FileContext(FindingCollector):
     """Per-file state: the module, the analysis trackers, and the findings so far."""
 
-    def __init__(self, path: str, module: cst.Module) -> None:
+    def __init__(self, path: str, module: cst.Module, style: DeviceStyle = DEFAULT_STYLE) -> None:
         super().__init__()
         self.path = path
         self.module = module
+        self.style = style  # how a fix writes a device: the project's torch floor
         self.names = ImportMap()
         self.names.add_statements(module.body)
         self.guards = GuardTracker(ConditionClassifier(self.names))
