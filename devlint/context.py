@@ -11,6 +11,7 @@ import libcst as cst
 from devlint.analysis.guards import ConditionClassifier, GuardTracker, expects_error
 from devlint.analysis.names import ImportMap
 from devlint.analysis.scopes import ScopeTracker
+from devlint.analysis.syntax import quoted_code
 from devlint.diagnostics import Applicability
 from devlint.torch_floor import DEFAULT_STYLE, DeviceStyle
 
@@ -182,5 +183,4 @@ class FileContext(FindingCollector):
         """The code of ``node`` on one line, shortened for messages."""
         if getattr(node, "lpar", None):
             node = node.with_changes(lpar=(), rpar=())  # quote the expression, not its parentheses
-        text = " ".join(self.module.code_for_node(node).split())
-        return text if len(text) <= limit else text[: limit - 3] + "..."
+        return quoted_code(self.module.code_for_node(node), limit)

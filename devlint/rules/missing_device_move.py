@@ -3,6 +3,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from devlint.analysis.advice import device_in_scope, move_advice
 from devlint.analysis.operations import Citations, find_mismatch, first_cpu_operand, operands
 from devlint.analysis.prefilter import CPU_TENSOR_SOURCE, DEVICE_OR_INPUT_SOURCE
 from devlint.analysis.syntax import call_arguments, dotted_name
@@ -264,10 +265,14 @@ class MissingDeviceMove(FlowRule):
         self.report(
             argument,
             f"`{self.analysis.source_of(argument)}` is on the CPU ({cpu_evidence}) but "
-            f"`{self.analysis.source_of(node.func)}` was {module_evidence}: move the input with "
-            f"`.to({module.placement.device})`",
+            f"`{self.analysis.source_of(node.func)}` was {module_evidence}: move the input "
+            f"{self._module_move(module, argument)}",
             citations.cited(),
         )
+
+    def _module_move(self, module: Value, argument: ast.expr) -> str:
+        device = device_in_scope(self.analysis.tree, module.placement, argument)
+        return f"with `.to({device})`" if device is not None else "to the module's device"
 
     def _check_layer_input(self, node: ast.Call, arguments: list[tuple[ast.expr, Value]]) -> None:
         found = first_cpu_operand(arguments)
@@ -290,13 +295,16 @@ class MissingDeviceMove(FlowRule):
             return
         citations = Citations()
         cpu_evidence = citations.of(found.cpu_value.placement)
-        device = found.device_value.placement.device
-        device_evidence = citations.of(found.device_value.placement)
+        placement = found.device_value.placement
+        device = placement.device
+        device_evidence = citations.of(placement)
+        holder = self.analysis.source_of(found.device_node)
         self.report(
             found.cpu_node,
             f"`{self.analysis.source_of(found.cpu_node)}` is on the CPU ({cpu_evidence}) but "
             f"`{self.analysis.source_of(found.device_node)}` is on `{device}` "
-            f"({device_evidence}): move it with `.to({device})`",
+            f"({device_evidence}): move it "
+            f"{move_advice(self.analysis.tree, placement, found.cpu_node, holder)}",
             citations.cited(),
         )
 
