@@ -249,3 +249,16 @@ def test_float64_keeps_the_fix_off_mps() -> None:
 def test_import_torch_goes_where_isort_puts_it(imports: str, expected: str) -> None:
     fixed = _fix(imports + "net = nn.Linear(2, 2).cuda()\n", unsafe=True)
     assert fixed == expected + f"\ndevice = {CUDA_OR_CPU}\nnet = nn.Linear(2, 2).to(device)\n"
+
+
+def test_the_memory_fix_stays_in_torch_cuda_whatever_the_floor() -> None:
+    torch = pytest.importorskip("torch")
+    rules = RuleSet({"DEV002", PARSE_ERROR_CODE}, DeviceStyle(TorchFloor((2, 13), "")))
+    source = b"import torch\nprint(torch.cuda.memory_cached())\n"
+    outcome = fix_source("m.py", source, rules, unsafe=True)
+    assert outcome.fixed == "import torch\nprint(torch.cuda.memory_reserved())\n"
+    # why: the device-agnostic one raises where no accelerator is, torch.cuda's returns 0
+    assert torch.cuda.memory_reserved() == 0
+    if not torch.accelerator.is_available():
+        with pytest.raises(RuntimeError, match="accelerator"):
+            torch.accelerator.memory_reserved()

@@ -69,8 +69,11 @@ class DeprecatedCudaApi(Rule):
     `memory_cached` and `max_memory_cached` are renamed `memory_reserved` and
     `max_memory_reserved`: a **safe** fix, for aliases too (`from torch.cuda
     import memory_cached as mc` has its import fixed and its call sites left as
-    they are; a plain import is renamed together with its uses). The
-    `torch.cuda.amp` replacements take a new argument and are not fixed
+    they are; a plain import is renamed together with its uses). The rename
+    stays in `torch.cuda` whatever the project's torch floor: the device-agnostic
+    `torch.accelerator.memory_reserved` raises "Cannot access accelerator device
+    when none is available" on a CPU-only machine, where `torch.cuda`'s returns 0.
+    The `torch.cuda.amp` replacements take a new argument and are not fixed
     automatically.
     """
 
