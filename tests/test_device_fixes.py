@@ -262,3 +262,19 @@ def test_the_memory_fix_stays_in_torch_cuda_whatever_the_floor() -> None:
     if not torch.accelerator.is_available():
         with pytest.raises(RuntimeError, match="accelerator"):
             torch.accelerator.memory_reserved()
+
+
+def test_the_message_suggests_the_floors_device(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "pyproject.toml": '[project]\nname = "x"\ndependencies = ["torch>=2.7"]\n',
+            "a.py": "import torch\nx = torch.zeros(2).cuda()\n",
+        },
+    )
+    result = run_cli("a.py", "--no-cache", cwd=tmp_path)
+    assert result.stdout.startswith(
+        "a.py:2:5: DEV001 `torch.zeros(2).cuda()` fails on a machine without CUDA and no "
+        "availability check guards it; move to a chosen device instead: device = "
+        'torch.accelerator.current_accelerator(check_available=True) or torch.device("cpu")\n'
+    ), result.stdout

@@ -233,6 +233,12 @@ class DeviceChooser:
         return self._cuda_only
 
     @property
+    def advice(self) -> str:
+        """The device definition a message suggests: the one a fix would insert."""
+        form = device_form(self._context.style, "torch", self.cuda_only)
+        return f"device = {form.one_line()}"
+
+    @property
     def _classifier(self) -> ConditionClassifier:
         return self._context.guards.classifier
 

@@ -10,8 +10,6 @@ from devlint.context import FileContext, NodeEdit, RawFix
 from devlint.diagnostics import Applicability
 from devlint.rules.base import Invalid, Rule
 
-_GUARDED_DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")'
-
 
 class UnguardedCuda(Rule):
     """
@@ -229,7 +227,7 @@ class UnguardedCuda(Rule):
             self.report(
                 node,
                 f"{construct} fails on a machine without CUDA and no availability check guards it; "
-                f"move to a chosen device instead: {_GUARDED_DEVICE}",
+                f"move to a chosen device instead: {self._chooser.advice}",
                 fix=self._construct_fix(node),
             )
             return
@@ -241,7 +239,7 @@ class UnguardedCuda(Rule):
                         arg,
                         f"`device={self.context.source_of(arg.value)}` fails on a machine "
                         f"without CUDA and no availability check guards it; pass a device "
-                        f"chosen at run time: {_GUARDED_DEVICE}",
+                        f"chosen at run time: {self._chooser.advice}",
                         fix=self._literal_fix(arg.value),
                     )
 
