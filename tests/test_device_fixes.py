@@ -278,3 +278,15 @@ def test_the_message_suggests_the_floors_device(tmp_path: Path) -> None:
         "availability check guards it; move to a chosen device instead: device = "
         'torch.accelerator.current_accelerator(check_available=True) or torch.device("cpu")\n'
     ), result.stdout
+
+
+def test_the_definition_follows_an_import_of_torch_below_the_docstring() -> None:
+    # PyTorch's own sparse/_triton_ops_meta.py: a docstring, `__all__`, then the imports.
+    source = (
+        '"""Doc."""\n\n__all__ = ["f"]\n\nimport os\n\nimport torch\n\n\n'
+        'def f():\n    return torch.zeros(2, device="cuda")\n'
+    )
+    fixed = _fix(source, unsafe=True)
+    assert fixed == source.replace(
+        "import torch\n", f"import torch\n\ndevice = {CUDA_OR_CPU}\n"
+    ).replace('device="cuda"', "device=device")

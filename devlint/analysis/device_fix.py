@@ -213,6 +213,35 @@ def _torch_import_edit(
     return NodeEdit.line_after(statements[last], line)
 
 
+def _binds(statement: cst.CSTNode, local: str) -> bool:
+    """Whether an import line binds ``local`` (`import torch`, `import torch as t`)."""
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return False
+    for small in statement.body:
+        if isinstance(small, cst.Import) and not isinstance(small.names, cst.ImportStar):
+            for alias in small.names:
+                name = alias.asname.name if alias.asname else alias.name
+                if dotted_name(name) == local:
+                    return True
+    return False
+
+
+def _after_binding(
+    body: Sequence[cst.CSTNode], anchor: Optional[cst.CSTNode], torch: str
+) -> Optional[cst.CSTNode]:
+    """The anchor, or where torch is imported below it (after a docstring and `__all__`, say):
+    the end of the imports that bind it, so the definition never uses torch before its import."""
+    statements = list(body)
+    start = 0 if anchor is None else statements.index(anchor) + 1
+    binding = next((i for i in range(start, len(statements)) if _binds(statements[i], torch)), None)
+    if binding is None:
+        return anchor
+    end = binding
+    while end + 1 < len(statements) and _is_import_line(statements[end + 1]):
+        end += 1
+    return statements[end]
+
+
 def _blank_before(statement: cst.CSTNode) -> bool:
     return bool(getattr(statement, "leading_lines", ()))
 
@@ -318,6 +347,8 @@ class DeviceChooser:
             return None
         newline = module.default_newline
         anchor = _leading_imports_end(module.body)
+        if torch_name is not None:
+            anchor = _after_binding(module.body, anchor, torch_name)
         edits: list[NodeEdit] = []
         prefix = ""  # `import torch`, where no `from torch` import shows where isort puts it
         if torch_name is None:
