@@ -15,6 +15,7 @@ from devlint.engine import RuleSet, Unreadable, lint_source, unreadable_result, 
 from devlint.parallel import Task, lint_tasks
 from devlint.progress import ProgressCallback
 from devlint.report import RunSummary
+from devlint.torch_floor import DeviceStyle
 
 log = logging.getLogger("devlint")
 
@@ -24,15 +25,18 @@ class Linter:
 
     def __init__(self, resolver: ConfigResolver) -> None:
         self._resolver = resolver
-        self._rule_sets: dict[tuple[frozenset[str], Optional[frozenset[str]]], RuleSet] = {}
+        self._rule_sets: dict[
+            tuple[frozenset[str], Optional[frozenset[str]], DeviceStyle], RuleSet
+        ] = {}
 
     def rules_for(self, path: Path) -> RuleSet:
         settings = self._resolver.settings_for(path)
         codes = settings.codes_for(path)
         fixable = None if settings.fixable >= codes else settings.fixable
-        rules = self._rule_sets.get((codes, fixable))
+        key = (codes, fixable, settings.device_style)
+        rules = self._rule_sets.get(key)
         if rules is None:
-            rules = self._rule_sets[codes, fixable] = RuleSet(codes, fixable)
+            rules = self._rule_sets[key] = RuleSet(codes, fixable, settings.device_style)
         return rules
 
     def lint_bytes(self, path: Path, data: bytes, shown_as: str) -> FileResult:
@@ -73,15 +77,19 @@ def lint_paths(
     results: list[Optional[FileResult]] = [None] * len(files)
     tasks: dict[int, Task] = {}
     for index, path in enumerate(files):
-        codes = resolver.settings_for(path).codes_for(path)
-        results[index] = cache.lookup(path, codes, str(path)) if cache is not None else None
+        settings = resolver.settings_for(path)
+        codes, style = settings.codes_for(path), settings.device_style
+        # Fixes differ by the torch floor: the style is part of the cache key.
+        keyed = (*codes, f"style={style.key}")
+        results[index] = cache.lookup(path, keyed, str(path)) if cache is not None else None
         if results[index] is None:
-            tasks[index] = Task(index, path, codes)
+            tasks[index] = Task(index, path, codes, style)
     done = len(files) - len(tasks)
     for index, result, stamp in lint_tasks(list(tasks.values()), jobs):
         results[index] = result
         if cache is not None and stamp is not None:
-            cache.store(files[index], tasks[index].codes, stamp, result)
+            task = tasks[index]
+            cache.store(files[index], (*task.codes, f"style={task.style.key}"), stamp, result)
         done += 1
         if progress is not None:
             progress(done, len(files))

@@ -50,8 +50,8 @@ def _shown(value: Any) -> str:
     """A setting's value as TOML-like text: strings and paths quoted, sets sorted."""
     if isinstance(value, (frozenset, set)):
         value = sorted(value)
-    if isinstance(value, Path):
-        value = str(value)
+    if isinstance(value, Path) or dataclasses.is_dataclass(value):
+        value = str(value)  # a torch floor reads "2.7 (from pyproject.toml:3)"
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_shown(item) for item in value) + "]"
     return json.dumps(value)

@@ -16,6 +16,15 @@ import pathspec
 
 from devlint.diagnostics import PARSE_ERROR_CODE
 from devlint.rules import ALL_RULES
+from devlint.torch_floor import (
+    ACCELERATOR_CHOICES,
+    ANY_ACCELERATOR,
+    UNKNOWN_FLOOR,
+    DeviceStyle,
+    TorchFloor,
+    parse_version,
+    project_torch_floor,
+)
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -40,7 +49,12 @@ _LIST_KEYS = (
 )  # fmt: skip
 _BOOL_KEYS = ("respect-gitignore",)
 _STRING_KEYS = ("output-format", "cache-dir")
-KNOWN_KEYS = frozenset((*_LIST_KEYS, *_BOOL_KEYS, *_STRING_KEYS, "per-file-ignores"))
+# How fixes write a device: the torch floor (read from the project's metadata unless set) and
+# the accelerators they pick from ("any", or "cuda" for CUDA-or-CPU only).
+_DEVICE_KEYS = ("torch-version", "accelerators")
+KNOWN_KEYS = frozenset(
+    (*_LIST_KEYS, *_BOOL_KEYS, *_STRING_KEYS, "per-file-ignores", *_DEVICE_KEYS)
+)
 OUTPUT_FORMATS = ("text", "json", "github", "sarif")
 # Looked for in each folder from the file up, first found wins, as Ruff looks for
 # .ruff.toml, ruff.toml, then a pyproject.toml with a [tool.ruff] table.
@@ -133,6 +147,8 @@ class ProjectConfig:
     unfixable: tuple[str, ...] = ()
     output_format: Optional[str] = None
     cache_dir: Optional[Path] = None
+    torch_floor: Optional[TorchFloor] = None  # `torch-version`, where set
+    accelerators: str = ANY_ACCELERATOR
 
 
 @dataclass(frozen=True)
@@ -150,6 +166,13 @@ class Settings:
     fixable: frozenset[str] = frozenset(ALL_CODES)  # codes whose fixes are offered
     output_format: Optional[str] = None
     cache_dir: Optional[Path] = None
+    # The lowest torch the project supports, and where that was read: fixes use no newer API.
+    torch_floor: TorchFloor = UNKNOWN_FLOOR
+    accelerators: str = ANY_ACCELERATOR
+
+    @property
+    def device_style(self) -> DeviceStyle:
+        return DeviceStyle(self.torch_floor, self.accelerators)
 
     def is_included(self, path: Path) -> bool:
         """Whether a folder's walk lints this file (files named on the command line always are).
@@ -246,7 +269,26 @@ def parse_project_config(table: Mapping[str, Any], root: Path, source: Path) -> 
         lists["include"], lists["extend-include"] or (), respect_gitignore, lists["fixable"],
         lists["unfixable"] or (), output_format,
         None if cache_dir is None else absolute_path(root / os.path.expanduser(cache_dir)),
+        _torch_version(table, source, origin), _accelerators(table, origin),
     )  # fmt: skip
+
+
+def _torch_version(table: Mapping[str, Any], source: Path, origin: str) -> Optional[TorchFloor]:
+    value = table.get("torch-version")
+    if value is None:
+        return None
+    version = parse_version(value) if isinstance(value, str) else None
+    if version is None:
+        raise ConfigError(f'`torch-version` in {origin} must be a version such as "2.4"')
+    return TorchFloor(version, f"`torch-version` in {source.name}")
+
+
+def _accelerators(table: Mapping[str, Any], origin: str) -> str:
+    value = table.get("accelerators", ANY_ACCELERATOR)
+    if value not in ACCELERATOR_CHOICES:
+        choices = " or ".join(f'"{choice}"' for choice in ACCELERATOR_CHOICES)
+        raise ConfigError(f"`accelerators` in {origin} must be {choices}")
+    return str(value)
 
 
 def load_config_file(path: Path, require_table: bool) -> Optional[ProjectConfig]:
@@ -290,7 +332,7 @@ class ConfigResolver:
         cached = self._by_folder.get(folder)
         if cached is None:
             project = self._fixed or self._nearest(folder) or ProjectConfig(Path.cwd())
-            cached = self._by_folder[folder] = self._settings(project)
+            cached = self._by_folder[folder] = self._settings(project, folder)
             log.debug("%s: settings from %s", folder, project.source or "the defaults")
         return cached
 
@@ -304,7 +346,7 @@ class ConfigResolver:
                         return config
         return None
 
-    def _settings(self, project: ProjectConfig) -> Settings:
+    def _settings(self, project: ProjectConfig, folder: Path) -> Settings:
         enabled = self._cli.apply(project.selection.apply(DEFAULT_CODES))
         if not (project.selection.ignores_parse_errors() or self._cli.ignores_parse_errors()):
             enabled |= {PARSE_ERROR_CODE}  # a file that cannot be parsed is never silently passed
@@ -324,10 +366,11 @@ class ConfigResolver:
             )
         )
         respect = project.respect_gitignore
+        floor = project.torch_floor or project_torch_floor(folder)
         return Settings(
             project.root, enabled, exclude, ignores, include, project.source,
             True if respect is None else respect, fixable, project.output_format,
-            project.cache_dir,
+            project.cache_dir, floor, project.accelerators,
         )  # fmt: skip
 
 

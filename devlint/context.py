@@ -11,7 +11,9 @@ import libcst as cst
 from devlint.analysis.guards import ConditionClassifier, GuardTracker, expects_error
 from devlint.analysis.names import ImportMap
 from devlint.analysis.scopes import ScopeTracker
+from devlint.analysis.syntax import quoted_code
 from devlint.diagnostics import Applicability
+from devlint.torch_floor import DEFAULT_STYLE, DeviceStyle
 
 # A node of LibCST's tree (most rules) or of CPython's (the device-flow rules).
 Node = Union[cst.CSTNode, ast.AST]
@@ -118,10 +120,11 @@ class FindingCollector:
 class FileContext(FindingCollector):
     """Per-file state: the module, the analysis trackers, and the findings so far."""
 
-    def __init__(self, path: str, module: cst.Module) -> None:
+    def __init__(self, path: str, module: cst.Module, style: DeviceStyle = DEFAULT_STYLE) -> None:
         super().__init__()
         self.path = path
         self.module = module
+        self.style = style  # how a fix writes a device: the project's torch floor
         self.names = ImportMap()
         self.names.add_statements(module.body)
         self.guards = GuardTracker(ConditionClassifier(self.names))
@@ -180,5 +183,4 @@ class FileContext(FindingCollector):
         """The code of ``node`` on one line, shortened for messages."""
         if getattr(node, "lpar", None):
             node = node.with_changes(lpar=(), rpar=())  # quote the expression, not its parentheses
-        text = " ".join(self.module.code_for_node(node).split())
-        return text if len(text) <= limit else text[: limit - 3] + "..."
+        return quoted_code(self.module.code_for_node(node), limit)

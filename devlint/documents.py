@@ -223,7 +223,13 @@ def _page_edit(
     in_code = index < len(program.code) and program.code[index]
     if in_code and edit.end.row == edit.start.row:
         cut = program.prefixes[index]
-        return Edit(column(edit.start), column(edit.end), edit.content.replace("\n", "\n" + cut))
+        start = column(edit.start)
+        if edit.start == edit.end and edit.start.column == 1 and edit.content.endswith("\n"):
+            # Whole lines inserted: each takes the prefix, a blank one without trailing spaces.
+            lines = edit.content[:-1].split("\n")
+            body = "".join((cut + line if line else cut.rstrip()) + "\n" for line in lines)
+            return Edit(Position(start.row, 1), start, body + cut)
+        return Edit(start, column(edit.end), edit.content.replace("\n", "\n" + cut))
     if not in_code and edit.start == edit.end and edit.start.column == 1:
         # A line inserted after a block's last line: it joins that block.
         prefix = program.prefix_above(edit.start.row)

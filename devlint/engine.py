@@ -52,6 +52,7 @@ from devlint.rules import ALL_RULES, RULES_BY_CODE, FlowRule, Rule
 from devlint.rules.discarded_device_move import DiscardedDeviceMove
 from devlint.rules.unused_noqa import UNUSED_NOQA_CODE, UnusedNoqa
 from devlint.suppression import Suppressions
+from devlint.torch_floor import DEFAULT_STYLE, DeviceStyle
 from devlint.traversal import Walker
 from devlint.trusted_parse import parse_module
 
@@ -73,10 +74,16 @@ def _node_type(name: str, flow: bool) -> Optional[type]:
 class RuleSet:
     """The enabled rules, built once per process and reused for every file."""
 
-    def __init__(self, codes: Iterable[str], fixable: Optional[frozenset[str]] = None) -> None:
+    def __init__(
+        self,
+        codes: Iterable[str],
+        fixable: Optional[frozenset[str]] = None,
+        style: DeviceStyle = DEFAULT_STYLE,
+    ) -> None:
         selected = frozenset(codes)
         self.codes = selected
         self.fixable = fixable  # None: every rule's fixes are offered
+        self.style = style  # how fixes write a device (the project's torch floor)
         self.rules: list[Rule] = [
             cls() for cls in ALL_RULES if cls.code in selected and cls.code not in _ENGINE_CODES
         ]
@@ -486,7 +493,7 @@ def _run_rules(
 ) -> list[tuple[Finding, tuple[int, ...]]]:
     """Findings of the ``active`` rules, each with the rows where a `# noqa` comment silences it
     (``syntax_tree``: CPython's parse of the source, where there is one already)."""
-    context = FileContext(path, module)
+    context = FileContext(path, module, rules.style)
     try:
         with _deep_recursion():
             rules.walker(context, active, errors).walk(module)

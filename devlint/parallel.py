@@ -22,6 +22,7 @@ from typing import Optional
 from devlint.cache import Stamp
 from devlint.diagnostics import FileResult, InternalError
 from devlint.engine import RuleSet, Unreadable, lint_source, unreadable_result
+from devlint.torch_floor import DEFAULT_STYLE, DeviceStyle
 
 # Files per task: enough to amortise the hand-over, few enough to balance the load.
 _MAX_CHUNK = 8
@@ -36,11 +37,12 @@ class Task:
     index: int
     path: Path
     codes: frozenset[str]
+    style: DeviceStyle = DEFAULT_STYLE
 
 
 Outcome = tuple[int, FileResult, Optional[Stamp]]
 
-_RULE_SETS: dict[frozenset[str], RuleSet] = {}
+_RULE_SETS: dict[tuple[frozenset[str], DeviceStyle], RuleSet] = {}
 
 
 def default_jobs() -> int:
@@ -51,17 +53,19 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def rule_set(codes: frozenset[str]) -> RuleSet:
+def rule_set(codes: frozenset[str], style: DeviceStyle = DEFAULT_STYLE) -> RuleSet:
     """The rules for a selection, built once per process."""
-    rules = _RULE_SETS.get(codes)
+    rules = _RULE_SETS.get((codes, style))
     if rules is None:
-        rules = _RULE_SETS[codes] = RuleSet(codes)
+        rules = _RULE_SETS[(codes, style)] = RuleSet(codes, style=style)
     return rules
 
 
-def lint_path(path: Path, codes: frozenset[str]) -> tuple[FileResult, Optional[Stamp]]:
+def lint_path(
+    path: Path, codes: frozenset[str], style: DeviceStyle = DEFAULT_STYLE
+) -> tuple[FileResult, Optional[Stamp]]:
     """Lint one file, with the stamp of the bytes read (None when it could not be read)."""
-    rules = rule_set(codes)
+    rules = rule_set(codes, style)
     # Taken before reading: a later change in the same clock tick is then seen as racy.
     read_at = time.time_ns()
     try:
@@ -74,14 +78,14 @@ def lint_path(path: Path, codes: frozenset[str]) -> tuple[FileResult, Optional[S
 
 
 def _lint_chunk(tasks: Sequence[Task]) -> list[Outcome]:
-    return [(task.index, *lint_path(task.path, task.codes)) for task in tasks]
+    return [(task.index, *lint_path(task.path, task.codes, task.style)) for task in tasks]
 
 
 def lint_tasks(tasks: Sequence[Task], jobs: int) -> Iterator[Outcome]:
     """Each task's outcome, in the order they finish; in this process when one job will do."""
     if jobs <= 1 or len(tasks) <= 1:
         for task in tasks:
-            yield (task.index, *lint_path(task.path, task.codes))
+            yield (task.index, *lint_path(task.path, task.codes, task.style))
         return
     yield from _in_pool(tasks, min(jobs, len(tasks)))
 

@@ -80,7 +80,9 @@ def test_the_fixed_file_runs_on_a_cpu_only_torch_without_future_warnings(
     torch = pytest.importorskip("torch")
     if torch.cuda.is_available():
         pytest.skip("shows the CPU-only behaviour")
-    write(tmp_path, {"script.py": FIXABLE})
+    # The project declares a torch with `torch.accelerator` and `torch.amp.GradScaler`.
+    pyproject = '[project]\nname = "demo"\ndependencies = ["torch>=2.7"]\n'
+    write(tmp_path, {"script.py": FIXABLE, "pyproject.toml": pyproject})
     broken = subprocess.run([sys.executable, "script.py"], cwd=tmp_path, capture_output=True)
     assert broken.returncode != 0  # the hazards are real before the fix
     fixed = run_cli("--select", CODES, "--no-cache", "--fix", "script.py", cwd=tmp_path)
@@ -96,3 +98,26 @@ def test_the_fixed_file_runs_on_a_cpu_only_torch_without_future_warnings(
     text = (tmp_path / "script.py").read_text()
     assert 'torch.amp.GradScaler("cuda", enabled=False)' in text
     assert "torch.set_default_dtype(torch.float32)" in text
+
+
+@pytest.mark.parametrize(
+    ("declared", "fixed_by"),
+    [
+        ('dependencies = ["torch>=2.4"]', "--fix"),  # the floor has it: a safe fix
+        ("", "--unsafe-fixes"),  # no floor declared: offered, but as unsafe
+        ('dependencies = ["torch>=2.0"]', None),  # the floor lacks it: never offered
+    ],
+)
+def test_the_grad_scaler_fix_follows_the_torch_floor(
+    tmp_path: Path, declared: str, fixed_by: str | None
+) -> None:
+    source = "import torch\nscaler = torch.cuda.amp.GradScaler()\n"
+    pyproject = f'[project]\nname = "demo"\n{declared}\n'
+    write(tmp_path, {"train.py": source, "pyproject.toml": pyproject})
+    run_cli("--select", "DEV002", "--no-cache", "--fix", "train.py", cwd=tmp_path)
+    safe = (tmp_path / "train.py").read_text()
+    run_cli("--select", "DEV002", "--no-cache", "--fix", "--unsafe-fixes", "train.py", cwd=tmp_path)
+    unsafe = (tmp_path / "train.py").read_text()
+    rewritten = 'scaler = torch.amp.GradScaler("cuda")\n'
+    assert safe.endswith(rewritten) == (fixed_by == "--fix")
+    assert unsafe.endswith(rewritten) == (fixed_by is not None)

@@ -43,9 +43,9 @@ def linted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     seen: list[str] = []
     real = parallel.lint_path
 
-    def counting(path: Path, codes: frozenset[str]) -> object:
+    def counting(path: Path, codes: frozenset[str], *style: object) -> object:
         seen.append(path.name)
-        return real(path, codes)
+        return real(path, codes, *style)  # type: ignore[arg-type]
 
     monkeypatch.setattr(parallel, "lint_path", counting)
     return seen
@@ -221,3 +221,20 @@ def test_cli_no_cache_writes_nothing(
     completed = run_cli("--no-cache", "project", cwd=tmp_path)
     assert completed.returncode == 1 and "DEV001" in completed.stdout
     assert not (tmp_path / ".devlint_cache").exists()
+
+
+def test_a_new_torch_floor_is_a_new_cache_entry(
+    project: Path, tmp_path: Path, linted: list[str]
+) -> None:
+    # The fixes a finding carries follow the floor: a result cached under another floor is stale.
+    cache_dir = tmp_path / "cache"
+    (project / "pyproject.toml").write_text('[tool.devlint]\ntorch-version = "2.0"\n')
+    _lint(project, cache_dir)
+    (project / "pyproject.toml").write_text('[tool.devlint]\ntorch-version = "2.7"\n')
+    linted.clear()
+    fixes = [f.fix for f in _lint(project, cache_dir).findings if f.code == "DEV001"]
+    assert sorted(linted) == ["buggy.py", "clean.py"]
+    assert fixes and "torch.accelerator" in fixes[0].edits[-1].content
+    linted.clear()
+    _lint(project, cache_dir)
+    assert linted == []

@@ -103,7 +103,7 @@ def test_fixes_rewrite_inside_the_blocks_only(docs: Path) -> None:
     page = (docs / "docs/page.md").read_text(encoding="utf-8")
     assert page == MARKDOWN.replace(
         "import torch.nn as nn\n```",
-        'import torch.nn as nn\ndevice = torch.device("cuda" if torch.cuda.is_available() '
+        'import torch.nn as nn\n\ndevice = torch.device("cuda" if torch.cuda.is_available() '
         'else "cpu")\n```',
     ).replace("  model.cuda()", "  model.to(device)").replace(
         '>>> v = torch.load("v.pt")', '>>> v = torch.load("v.pt", map_location="cpu")'
@@ -111,7 +111,7 @@ def test_fixes_rewrite_inside_the_blocks_only(docs: Path) -> None:
     rst = (docs / "docs/page.rst").read_text(encoding="utf-8")
     assert rst == RST.replace(
         "   model = torch.nn.Linear(4, 2).cuda()",
-        '   device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+        '\n   device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
         "   model = torch.nn.Linear(4, 2).to(device)",
     ).replace('torch.load("w.pt")', 'torch.load("w.pt", map_location="cpu")').replace(
         ">>> x = torch.ones(2).cuda()", ">>> x = torch.ones(2).to(device)"

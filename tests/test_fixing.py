@@ -37,43 +37,55 @@ def fixed_bytes(data: bytes, unsafe: bool = True) -> bytes:
     [
         pytest.param(
             "import torch as t\nmodel = Net().cuda()\n",
-            'import torch as t\ndevice = t.device("cuda" if t.cuda.is_available() else "cpu")\n'
+            'import torch as t\n\ndevice = t.device("cuda" if t.cuda.is_available() else "cpu")\n'
             "model = Net().to(device)\n",
             id="alias-kept",
         ),
         pytest.param(
             "import torch\nx = model(x.cuda()).cuda()\n",
-            f"import torch\n{GUARDED}\nx = model(x.to(device)).to(device)\n",
+            f"import torch\n\n{GUARDED}\nx = model(x.to(device)).to(device)\n",
             id="nested-calls",
         ),
         pytest.param(
             "import torch\na, b = a.cuda(), b.cuda()  # both\n",
-            f"import torch\n{GUARDED}\na, b = a.to(device), b.to(device)  # both\n",
+            f"import torch\n\n{GUARDED}\na, b = a.to(device), b.to(device)  # both\n",
             id="several-on-one-line-with-comment",
         ),
         pytest.param(
             "import torch\nif True:\n\tx = x.cuda()  # tabs\n",
-            f"import torch\n{GUARDED}\nif True:\n\tx = x.to(device)  # tabs\n",
+            f"import torch\n\n{GUARDED}\nif True:\n\tx = x.to(device)  # tabs\n",
             id="tabs",
         ),
         pytest.param(
             "import torch\nx = x.cuda(  # keep me\n)\n",
-            f"import torch\n{GUARDED}\nx = x.to(device)\n",
+            f"import torch\n\n{GUARDED}\nx = x.to(device)\n",
             id="comment-inside-the-call-goes-with-it",
         ),
         pytest.param(
             '"""Doc."""\nimport os\nimport torch\n\nx = torch.zeros(2, device="cuda")\n',
-            f'"""Doc."""\nimport os\nimport torch\n{GUARDED}\n\nx = torch.zeros(2, device=device)\n',
+            f'"""Doc."""\nimport os\nimport torch\n\n{GUARDED}\n\nx = torch.zeros(2, device=device)\n',
             id="after-the-imports",
         ),
         pytest.param(
-            "import torch\ndevice = 'gpu0'\ndef f(x):\n    return x.cuda()\n",
-            "import torch\ndevice = 'gpu0'\ndef f(x):\n    return x.to(device)\n",
+            f"import torch\n{GUARDED}\ndef f(x):\n    return x.cuda()\n",
+            f"import torch\n{GUARDED}\ndef f(x):\n    return x.to(device)\n",
             id="module-device-reused",
         ),
         pytest.param(
+            "import torch\ndevice = 'gpu0'\ndef f(x):\n    return x.cuda()\n",
+            f"import torch\n\n{GUARDED.replace('device =', 'torch_device =')}\n"
+            "device = 'gpu0'\ndef f(x):\n    return x.to(torch_device)\n",
+            id="a-string-that-is-no-device-is-not-reused",
+        ),
+        pytest.param(
+            "import torch\ndevice = torch.device('cuda')\nx = x.cuda()\n",
+            "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+            "x = x.to(device)\n",
+            id="module-cuda-device-guarded-where-defined",
+        ),
+        pytest.param(
             "import torch\nfor device in devices:\n    x = x.cuda()\n",
-            "import torch\n"
+            "import torch\n\n"
             'torch_device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
             "for device in devices:\n    x = x.to(torch_device)\n",
             id="no-clash-with-an-existing-name",
@@ -87,7 +99,7 @@ def fixed_bytes(data: bytes, unsafe: bool = True) -> bytes:
         ),
         pytest.param(
             "x = x.cuda()\n",
-            f"import torch\n{GUARDED}\nx = x.to(device)\n",
+            f"import torch\n\n{GUARDED}\nx = x.to(device)\n",
             id="import-torch-added",
         ),
         pytest.param(
@@ -124,7 +136,7 @@ def test_safe_fixes_only_leave_the_definition_to_unsafe_fixes() -> None:
 def test_crlf_file_keeps_its_line_endings() -> None:
     data = b"import torch\r\nx = x.cuda()\r\ny = 1\r\n"
     assert fixed_bytes(data) == (
-        b"import torch\r\n" + GUARDED.encode() + b"\r\nx = x.to(device)\r\ny = 1\r\n"
+        b"import torch\r\n\r\n" + GUARDED.encode() + b"\r\nx = x.to(device)\r\ny = 1\r\n"
     )
 
 
@@ -134,7 +146,7 @@ def test_bom_is_kept() -> None:
 
 
 def test_last_line_without_newline() -> None:
-    assert fixed("import torch\nx = x.cuda()") == f"import torch\n{GUARDED}\nx = x.to(device)"
+    assert fixed("import torch\nx = x.cuda()") == f"import torch\n\n{GUARDED}\nx = x.to(device)"
     assert fixed("import torch") == "import torch"
 
 

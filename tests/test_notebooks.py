@@ -88,7 +88,7 @@ def test_fix_changes_only_the_edited_cell_sources_and_is_idempotent(work: Path) 
     assert new["cells"][1]["source"][-1] == (
         'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")'
     )  # after the imports, in the imports' cell; the last line keeps its missing newline
-    assert new["cells"][1]["source"][-2] == "import torch.nn as nn\n"
+    assert new["cells"][1]["source"][-3:-1] == ["import torch.nn as nn\n", "\n"]
     assert new["cells"][2]["source"] == ["model = nn.Linear(4, 2)\n", "model.to(device)"]
     assert new["cells"][6]["source"][0] == (
         'checkpoint = torch.load("weights.pt", map_location="cpu")\n'

@@ -50,10 +50,10 @@ def test_the_pool_is_used_and_every_index_comes_back(tree: Path) -> None:
         assert stamp is not None and stamp.size == files[index].stat().st_size
 
 
-def _die_on_crash_py(path: Path, codes: frozenset[str]) -> object:
+def _die_on_crash_py(path: Path, codes: frozenset[str], *style: object) -> object:
     if path.name == "crash.py":
         os._exit(1)  # as a segmentation fault in native code would end the worker
-    return real_lint_path(path, codes)
+    return real_lint_path(path, codes, *style)  # type: ignore[arg-type]
 
 
 real_lint_path = parallel.lint_path

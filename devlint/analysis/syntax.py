@@ -11,7 +11,9 @@ bytes; devlint reports characters, as LibCST does).
 from __future__ import annotations
 
 import ast
+import io
 import re
+import tokenize
 from collections.abc import Iterator
 from typing import Optional
 
@@ -163,8 +165,53 @@ class SourceText:
 
     def code_of(self, node: ast.AST, limit: int = 60) -> str:
         """The code of ``node`` on one line, shortened for messages."""
-        text = " ".join(self.segment(node).split())
-        return text if len(text) <= limit else text[: limit - 3] + "..."
+        return quoted_code(self.segment(node), limit)
+
+
+_SKIPPED_TOKENS = frozenset(
+    {
+        tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
+        tokenize.ENDMARKER,
+    }
+)  # fmt: skip
+_OPENING, _CLOSING = frozenset("([{"), frozenset(")]}")
+
+
+def _joined(tokens: Iterator[tokenize.TokenInfo]) -> list[str]:
+    """The tokens' text, a space where the code had any (none inside brackets), and no trailing
+    comma in a call (`f(a,)`), which a tuple's `(a,)` keeps."""
+    parts: list[str] = []
+    calls: list[bool] = []  # per open bracket: whether it opens a call's arguments
+    previous: Optional[tokenize.TokenInfo] = None
+    for token in tokens:
+        text = token.string
+        if text in _CLOSING and parts and parts[-1] == "," and calls and calls[-1]:
+            parts.pop()
+        spaced = previous is not None and token.start != previous.end
+        if spaced and previous.string not in _OPENING and text not in _CLOSING:  # type: ignore[union-attr]
+            parts.append(" ")
+        if text in _OPENING:
+            called = previous is not None and (
+                previous.type == tokenize.NAME or previous.string in _CLOSING
+            )
+            calls.append(text == "(" and called)
+        elif text in _CLOSING and calls:
+            calls.pop()
+        parts.append(text)
+        previous = token
+    return "".join(parts).split()
+
+
+def quoted_code(code: str, limit: int = 60) -> str:
+    """Code as a message quotes it: on one line, without comments (`# noqa: DEV008` is no part
+    of `torch.load("x.pt")`), no space inside brackets, shortened to ``limit`` characters."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
+    except (tokenize.TokenError, SyntaxError):  # not whole code: keep it as it is
+        text = " ".join(code.split())
+    else:
+        text = " ".join(_joined(token for token in tokens if token.type not in _SKIPPED_TOKENS))
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def method_name(func: ast.Attribute) -> ast.AST:

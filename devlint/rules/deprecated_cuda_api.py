@@ -48,6 +48,9 @@ AMP_CLASSES: dict[str, tuple[str, bool]] = {
     "torch.cuda.amp.grad_scaler.GradScaler": ("GradScaler", True),
 }
 
+# The torch that first has each `torch.amp` replacement.
+AMP_SINCE: dict[str, tuple[int, int]] = {"autocast": (1, 10), "GradScaler": (2, 3)}
+
 
 class DeprecatedCudaApi(Rule):
     """
@@ -79,7 +82,10 @@ class DeprecatedCudaApi(Rule):
     `memory_cached` and `max_memory_cached` are renamed `memory_reserved` and
     `max_memory_reserved`: a **safe** fix, for aliases too (`from torch.cuda
     import memory_cached as mc` has its import fixed and its call sites left as
-    they are; a plain import is renamed together with its uses).
+    they are; a plain import is renamed together with its uses). The rename
+    stays in `torch.cuda` whatever the project's torch floor: the device-agnostic
+    `torch.accelerator.memory_reserved` raises "Cannot access accelerator device
+    when none is available" on a CPU-only machine, where `torch.cuda`'s returns 0.
     A call `torch.cuda.amp.autocast(...)` becomes `torch.amp.autocast("cuda", ...)`
     and `torch.cuda.amp.GradScaler(...)` becomes `torch.amp.GradScaler("cuda", ...)`,
     decorators included: a **safe** fix, since in torch the old classes are thin
@@ -91,7 +97,9 @@ class DeprecatedCudaApi(Rule):
     Names imported from `torch.cuda.amp` (`from torch.cuda.amp import autocast`),
     `custom_fwd` and `custom_bwd` are not fixed automatically. `torch.amp.GradScaler`
     exists from PyTorch 2.3 (the old one warns from 2.4), `torch.amp.autocast` from
-    1.10.
+    1.10: the `torch.amp` fixes are safe where the project's torch floor has the
+    replacement, unsafe where no floor is declared, and not offered where the
+    floor is older.
     """
 
     code = "DEV002"
@@ -260,7 +268,14 @@ class DeprecatedCudaApi(Rule):
         arguments = ", ".join(['"cuda"', *(self._arg_text(arg) for arg in call.args)])
         replacement = f"{torch}.amp.{name}({arguments})"
         message = f'Use `{torch}.amp.{name}("cuda", ...)`'
-        return RawFix(Applicability.SAFE, message, (NodeEdit.replace(call, replacement),))
+        # Never an API newer than the project's torch floor; where no floor is declared the
+        # rewrite is offered as unsafe, since it needs a torch the project does not promise.
+        floor = self.context.style.floor
+        needed = AMP_SINCE[name]
+        if floor.known and not floor.allows(needed):
+            return None
+        safety = Applicability.SAFE if floor.allows(needed) else Applicability.UNSAFE
+        return RawFix(safety, message, (NodeEdit.replace(call, replacement),))
 
     def _arg_text(self, arg: cst.Arg) -> str:
         bare = arg.with_changes(

@@ -3,6 +3,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from devlint.analysis.advice import device_in_scope, move_advice
 from devlint.analysis.contexts import CallFinding
 from devlint.analysis.imported import Feed, fed_modules
 from devlint.analysis.operations import Citations, find_mismatch, first_cpu_operand, operands
@@ -310,8 +311,8 @@ class MissingDeviceMove(FlowRule):
         self.report(
             argument,
             f"`{self.analysis.source_of(argument)}` is on the CPU ({cpu_evidence}) but "
-            f"`{self.analysis.source_of(node.func)}` was {module_evidence}: move the input with "
-            f"`.to({module.placement.device})`",
+            f"`{self.analysis.source_of(node.func)}` was {module_evidence}: move the input "
+            f"{self._module_move(module, argument)}",
             citations.cited(),
         )
 
@@ -331,8 +332,8 @@ class MissingDeviceMove(FlowRule):
         self.report(
             feed.given,
             f"`{self.analysis.source_of(feed.given)}` is on the CPU ({cpu_evidence}) but "
-            f"{feed.function} passes it to {self._named(feed)}, {module_evidence}: move it with "
-            f"`.to({module.placement.device})`",
+            f"{feed.function} passes it to {self._named(feed)}, {module_evidence}: move it "
+            f"{self._module_move(module, feed.given)}",
             citations.cited(),
         )
 
@@ -355,9 +356,13 @@ class MissingDeviceMove(FlowRule):
             passed.argument,
             f"`{argument}` is on the CPU ({cpu_evidence}) but `{inner.function}` passes it to "
             f"`{self.analysis.source_of(inner.call.func)}` at line {inner_line}, which was "
-            f"{module_evidence}: move it with `.to({inner.module.placement.device})`",
+            f"{module_evidence}: move it {self._module_move(inner.module, passed.argument)}",
             citations.cited(),
         )
+
+    def _module_move(self, module: Value, argument: ast.expr) -> str:
+        device = device_in_scope(self.analysis.tree, module.placement, argument)
+        return f"with `.to({device})`" if device is not None else "to the module's device"
 
     def _check_layer_input(self, node: ast.Call, arguments: list[tuple[ast.expr, Value]]) -> None:
         found = first_cpu_operand(arguments)
@@ -380,13 +385,16 @@ class MissingDeviceMove(FlowRule):
             return
         citations = Citations()
         cpu_evidence = citations.of(found.cpu_value.placement)
-        device = found.device_value.placement.device
-        device_evidence = citations.of(found.device_value.placement)
+        placement = found.device_value.placement
+        device = placement.device
+        device_evidence = citations.of(placement)
+        holder = self.analysis.source_of(found.device_node)
         self.report(
             found.cpu_node,
             f"`{self.analysis.source_of(found.cpu_node)}` is on the CPU ({cpu_evidence}) but "
             f"`{self.analysis.source_of(found.device_node)}` is on `{device}` "
-            f"({device_evidence}): move it with `.to({device})`",
+            f"({device_evidence}): move it "
+            f"{move_advice(self.analysis.tree, placement, found.cpu_node, holder)}",
             citations.cited(),
         )
 

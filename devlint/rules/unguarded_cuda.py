@@ -10,8 +10,6 @@ from devlint.context import FileContext, NodeEdit, RawFix
 from devlint.diagnostics import Applicability
 from devlint.rules.base import Invalid, Rule
 
-_GUARDED_DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")'
-
 
 class UnguardedCuda(Rule):
     """
@@ -47,15 +45,27 @@ class UnguardedCuda(Rule):
 
     ## Fix safety
     `.cuda()` becomes `.to(device)`, `.to("cuda")` becomes `.to(device)` and
-    `device="cuda"` becomes `device=device`, reusing the device already in scope:
-    a `device` parameter, a `self.device` the class sets, or a module-level
-    `device = ...`. That is a **safe** fix. Where none exists, one sound
-    definition is inserted after the imports,
-    `device = torch.device("cuda" if torch.cuda.is_available() else "cpu")`
-    (adding `import torch` when needed, keeping the alias in use, and never
-    reusing a name the file already has): an **unsafe** fix, applied with
-    `--unsafe-fixes`. `torch.device("cuda")` becomes the guarded expression, and
-    `.cuda(i)` and `"cuda:N"` keep their index under the guard: safe fixes.
+    `device="cuda"` becomes `device=device`. The fix is **safe** only where the
+    device reused is known to fall back when no accelerator is there: a `device`
+    (or `self.device`) defined by an availability check devlint recognises
+    (`torch.device("cuda" if torch.cuda.is_available() else "cpu")`, the
+    `torch.accelerator` choice), or Lightning's `self.device`. Where the module's
+    own `device = "cuda"` (or `torch.device("cuda")`, `"cuda:0"`) is the cause,
+    that definition is guarded and reused: a safe fix. A `device` parameter (which
+    may be `"cpu"` by default) or a device of unknown origin (`args.device`) is
+    reused as an **unsafe** fix; a name holding something else (`device = 3`) is
+    not reused. Where nothing fits, one definition is inserted after the imports,
+    with a blank line between (adding `import torch` where isort puts it, keeping
+    the alias in use, never reusing a name the file has): an **unsafe** fix,
+    applied with `--unsafe-fixes`.
+
+    The device written follows the project's torch floor (see "Device-agnostic
+    code" in the README): `torch.accelerator.current_accelerator(check_available=True)
+    or torch.device("cpu")` from torch 2.7, the `is_available()` form on 2.6, the
+    CUDA, MPS, CPU chain from 1.12, and CUDA or the CPU where the floor is unknown,
+    older, set by `accelerators = "cuda"`, or where the file uses float64 (which MPS
+    lacks). `.cuda(i)` and `"cuda:N"` keep their index under a CUDA guard: safe
+    fixes.
     """
 
     code = "DEV001"
@@ -128,8 +138,32 @@ class UnguardedCuda(Rule):
             2,
             9,
             "`Net().cuda()`",
-            fixed='import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            fixed='import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
             "model = Net().to(device)",
+        ),
+        # the module's `device = "cuda"` is the cause: guarded where it is defined, then reused
+        Invalid(
+            'import torch\ndevice = "cuda:0"\nmodel = Net().cuda()',
+            3,
+            9,
+            fixed='import torch\ndevice = "cuda:0" if torch.cuda.is_available() else "cpu"\n'
+            "model = Net().to(device)",
+        ),
+        Invalid(
+            'import torch\ndevice = "cuda"\ndef f(x):\n    return x.cuda()',
+            4,
+            12,
+            fixed='import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n'
+            "def f(x):\n    return x.to(device)",
+        ),
+        # `device = 3` is no device to reuse
+        Invalid(
+            "import torch\n\ndevice = 3\nx = x.cuda()",
+            4,
+            5,
+            fixed="import torch\n\ntorch_device = torch.device("
+            '"cuda" if torch.cuda.is_available() else "cpu")\n\n'
+            "device = 3\nx = x.to(torch_device)",
         ),
         Invalid(
             "import torch\ndef train(model, device):\n    model.cuda()",
@@ -173,7 +207,7 @@ class UnguardedCuda(Rule):
             "from torch import nn\nnet = nn.Linear(2, 2).cuda()",
             2,
             7,
-            fixed="from torch import nn\nimport torch\n"
+            fixed="import torch\nfrom torch import nn\n\n"
             'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
             "net = nn.Linear(2, 2).to(device)",
         ),
@@ -193,7 +227,7 @@ class UnguardedCuda(Rule):
             self.report(
                 node,
                 f"{construct} fails on a machine without CUDA and no availability check guards it; "
-                f"move to a chosen device instead: {_GUARDED_DEVICE}",
+                f"move to a chosen device instead: {self._chooser.advice}",
                 fix=self._construct_fix(node),
             )
             return
@@ -205,7 +239,7 @@ class UnguardedCuda(Rule):
                         arg,
                         f"`device={self.context.source_of(arg.value)}` fails on a machine "
                         f"without CUDA and no availability check guards it; pass a device "
-                        f"chosen at run time: {_GUARDED_DEVICE}",
+                        f"chosen at run time: {self._chooser.advice}",
                         fix=self._literal_fix(arg.value),
                     )
 
@@ -229,10 +263,7 @@ class UnguardedCuda(Rule):
     # -- fixes ------------------------------------------------------------------------
 
     def _choice(self) -> Optional[DeviceChoice]:
-        scopes = self.context.scopes
-        return self._chooser.choose(
-            scopes.current_parameters(), scopes.current_class_sets("device")
-        )
+        return self._chooser.choose()
 
     def _torch(self) -> Optional[str]:
         return self.context.names.local_name_for("torch")
@@ -250,6 +281,12 @@ class UnguardedCuda(Rule):
         torch = self._torch()
         if torch is None:
             return None
+        prefix = self._definition_prefix(node)
+        if prefix is not None:
+            # A module-level definition: the device the project's torch floor allows.
+            edit = self._chooser.guard_definition(node, torch, prefix)
+            if edit is not None:
+                return _fix(Applicability.SAFE, "Fall back to the CPU without an accelerator", edit)
         if argument(node, 1, "index") is None:
             return self._guarded_literal_fix(target.value, torch)
         code = self.context.module.code_for_node(node)
@@ -305,6 +342,21 @@ class UnguardedCuda(Rule):
             "Fall back to the CPU without CUDA",
             NodeEdit.replace(literal, guarded),
         )
+
+    def _definition_prefix(self, node: cst.Call) -> Optional[str]:
+        """`name = ` where ``node`` is the whole value of a module-level `name = ...`."""
+        statement = self.context.current_statement()
+        if self.context.scopes.in_function() or not any(
+            statement is line for line in self.context.module.body
+        ):
+            return None
+        assert isinstance(statement, cst.SimpleStatementLine)
+        small = statement.body[0]
+        if len(statement.body) != 1 or not isinstance(small, cst.Assign) or small.value is not node:
+            return None
+        if len(small.targets) != 1 or not isinstance(small.targets[0].target, cst.Name):
+            return None
+        return f"{small.targets[0].target.value} = "
 
     def _arg_text(self, arg: cst.Arg) -> str:
         bare = arg.with_changes(

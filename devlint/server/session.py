@@ -22,6 +22,7 @@ from devlint.diagnostics import Finding, InternalError
 from devlint.engine import RuleSet, lint_source
 from devlint.fixing import fix_source
 from devlint.server.incremental import IncrementalParser
+from devlint.torch_floor import DeviceStyle
 from devlint.trusted_parse import parsing_with
 
 _CODING = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
@@ -112,7 +113,9 @@ class LintSession:
 
     def __init__(self, settings: ServerSettings, root: Optional[Path] = None) -> None:
         self.root = root or Path.cwd()
-        self._rule_sets: dict[frozenset[str], RuleSet] = {}
+        self._rule_sets: dict[
+            tuple[frozenset[str], Optional[frozenset[str]], DeviceStyle], RuleSet
+        ] = {}
         self.parser = IncrementalParser()  # the analysis cache kept warm: the last parses
         self._baseline: Optional[tuple[Path, Optional[int], frozenset[Any]]] = None
         self.generation = 0  # counts configurations: a lint's result holds for one only
@@ -160,9 +163,11 @@ class LintSession:
         if settings.is_excluded(path):
             return None
         codes = settings.codes_for(path)
-        rules = self._rule_sets.get(codes)
+        fixable = None if settings.fixable >= codes else settings.fixable
+        key = (codes, fixable, settings.device_style)
+        rules = self._rule_sets.get(key)
         if rules is None:
-            rules = self._rule_sets[codes] = RuleSet(codes)
+            rules = self._rule_sets[key] = RuleSet(codes, fixable, settings.device_style)
         return rules
 
     def lint(self, path: Path, text: str) -> LintOutcome:
