@@ -18,12 +18,13 @@ from __future__ import annotations
 import ast
 import enum
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import ClassVar, Optional, Union
 
 import libcst as cst
 
 from devlint.analysis import syntax
+from devlint.analysis.devices import argument, string_value
 from devlint.analysis.names import ImportMap, dotted_name
 from devlint.traversal import child_nodes
 
@@ -52,14 +53,48 @@ class Polarity(enum.Enum):
 
     AVAILABLE = "available"  # true only when CUDA is available
     UNAVAILABLE = "unavailable"  # true only when CUDA is not available
+    SEVERAL = "several"  # true only when two or more GPUs are there
+    FEW = "few"  # true only when fewer than two GPUs are there
     CHOICE = "choice"  # a device flag: both branches are deliberate
 
 
 _FLIPPED = {
     Polarity.AVAILABLE: Polarity.UNAVAILABLE,
     Polarity.UNAVAILABLE: Polarity.AVAILABLE,
+    Polarity.SEVERAL: Polarity.FEW,
+    Polarity.FEW: Polarity.SEVERAL,
     Polarity.CHOICE: Polarity.CHOICE,
 }
+
+
+class Cover(enum.IntEnum):
+    """How many GPUs code under a guard can count on. ``is_available()`` promises one GPU, so
+    ``"cuda:1"`` there still fails on a one-GPU machine; ``device_count() > 1`` promises several.
+    A device flag or an unknown GPU-only marker is the user's deliberate choice: precision first,
+    it covers every GPU index."""
+
+    ONE = 1
+    SEVERAL = 2
+
+
+# What a guard's true branch (and, below, its false branch) can count on, by its polarity.
+_TRUE_COVER = {Polarity.AVAILABLE: Cover.ONE, Polarity.SEVERAL: Cover.SEVERAL}
+_FALSE_COVER = {Polarity.UNAVAILABLE: Cover.ONE, Polarity.FEW: Cover.SEVERAL}
+
+
+def true_cover(polarity: Optional[Polarity]) -> Optional[Cover]:
+    """What code that runs when a test of this polarity is true can count on."""
+    return Cover.SEVERAL if polarity is Polarity.CHOICE else _TRUE_COVER.get(polarity)  # type: ignore[arg-type]
+
+
+def false_cover(polarity: Optional[Polarity]) -> Optional[Cover]:
+    """What code that runs when a test of this polarity is false can count on."""
+    return Cover.SEVERAL if polarity is Polarity.CHOICE else _FALSE_COVER.get(polarity)  # type: ignore[arg-type]
+
+
+def _widest(covers: Iterable[Optional[Cover]]) -> Optional[Cover]:
+    known = [cover for cover in covers if cover is not None]
+    return max(known) if known else None
 
 
 def _sub_expressions(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
@@ -110,12 +145,19 @@ class ConditionClassifier:
         if not known:
             return None
         if isinstance(test.operator, cst.And):
-            # Both sides hold when an `and` is true.
-            return Polarity.AVAILABLE if Polarity.AVAILABLE in known else known[0]
+            # Both sides hold when an `and` is true: the strongest promise wins.
+            for strongest in (Polarity.SEVERAL, Polarity.AVAILABLE):
+                if strongest in known:
+                    return strongest
+            return known[0]
         # Both sides are false when an `or` is false.
-        if Polarity.UNAVAILABLE in known:
-            return Polarity.UNAVAILABLE
-        return Polarity.AVAILABLE if len(known) == 2 else Polarity.CHOICE
+        for strongest in (Polarity.FEW, Polarity.UNAVAILABLE):
+            if strongest in known:
+                return strongest
+        if len(known) == 2 and Polarity.CHOICE not in known:
+            # Either side true: only the weaker promise holds.
+            return Polarity.AVAILABLE if Polarity.AVAILABLE in known else Polarity.SEVERAL
+        return Polarity.CHOICE
 
     def _comparison(self, test: cst.Comparison) -> Optional[Polarity]:
         left = self.definite(test.left)
@@ -155,19 +197,28 @@ class ConditionClassifier:
 
 
 def _count_polarity(operator: cst.BaseCompOp, count: int) -> Polarity:
-    """``device_count() > 0`` means available, ``== 0`` means not."""
-    if isinstance(operator, cst.GreaterThan) and count >= 0:
-        return Polarity.AVAILABLE
-    if isinstance(operator, (cst.GreaterThanEqual, cst.Equal)) and count >= 1:
-        return Polarity.AVAILABLE
-    if isinstance(operator, cst.NotEqual) and count == 0:
-        return Polarity.AVAILABLE
-    if isinstance(operator, cst.Equal) and count == 0:
-        return Polarity.UNAVAILABLE
-    if isinstance(operator, cst.LessThan) and count <= 1:
-        return Polarity.UNAVAILABLE
-    if isinstance(operator, cst.LessThanEqual) and count <= 0:
-        return Polarity.UNAVAILABLE
+    """``device_count() > 0`` means available, ``== 0`` means not; ``> 1`` means several GPUs,
+    ``< 2`` fewer than two."""
+    # The least number of GPUs a true test promises, where the operator promises one.
+    if isinstance(operator, cst.GreaterThan):
+        least: Optional[int] = count + 1
+    elif isinstance(operator, (cst.GreaterThanEqual, cst.Equal)):
+        least = count
+    elif isinstance(operator, cst.NotEqual) and count == 0:
+        least = 1
+    else:
+        least = None
+    if least is not None and least >= 1:
+        return Polarity.SEVERAL if least >= 2 else Polarity.AVAILABLE
+    # The most GPUs a true test allows.
+    if isinstance(operator, cst.LessThan):
+        most: Optional[int] = count - 1
+    elif isinstance(operator, (cst.LessThanEqual, cst.Equal)):
+        most = count
+    else:
+        most = None
+    if most is not None and most >= 0:
+        return Polarity.UNAVAILABLE if most == 0 else Polarity.FEW
     return Polarity.CHOICE
 
 
@@ -232,58 +283,179 @@ def _catches_errors(node: cst.Try) -> bool:
 
 _BLOCKS = frozenset({cst.Module, cst.IndentedBlock, cst.SimpleStatementSuite})
 _SETUP_METHODS = frozenset({"setUp", "setUpClass", "setup_method", "setup_class"})
+# Markers that skip a test when their condition is true (`skipIf`) or false (`skipUnless`).
+_SKIP_WHEN_TRUE = frozenset({"skipIf", "skipif"})
+_SKIP_WHEN_FALSE = frozenset({"skipUnless"})
 
 
-def _is_gpu_only_definition(
-    node: Union[cst.FunctionDef, cst.ClassDef], classifier: ConditionClassifier
-) -> bool:
-    """A GPU-only test (``@skipIf(not cuda)``, ``@requires_cuda``) or a ``*_cuda``/``*gpu*``
-    helper. A test's name is no guard: ``test_forward_cuda`` with no skip marker is exactly
-    what fails on a CPU-only CI runner."""
-    name = node.name.value
-    # `get_device()` is where a device gets chosen, not GPU-only code: only the name test skips it.
-    named_for_gpu = bool(_FLAG_PATTERN.search(name)) and "device" not in name.lower()
-    if named_for_gpu and not name.startswith(("__", "test", "Test")):
-        return True
-    return any(classifier.mentions_device(decorator) for decorator in node.decorators)
+def _last_name(node: cst.BaseExpression) -> Optional[str]:
+    dotted = dotted_name(node.func if isinstance(node, cst.Call) else node)
+    return None if dotted is None else dotted.rpartition(".")[2]
 
 
-def _setup_skips_without_cuda(node: cst.ClassDef, classifier: ConditionClassifier) -> bool:
-    """A test class whose ``setUp`` skips (or fails) when CUDA is missing."""
-    for statement in node.body.body:
-        if not isinstance(statement, cst.FunctionDef) or statement.name.value not in _SETUP_METHODS:
-            continue
-        for inner in statement.body.body:
-            if not isinstance(inner, cst.If) or not suite_exits(inner.body):
-                continue
-            if classifier.classify(inner.test) in (Polarity.UNAVAILABLE, Polarity.CHOICE):
-                return True
-    return False
+def _parameter_names(node: cst.FunctionDef) -> list[str]:
+    params = node.params
+    every = [*params.posonly_params, *params.params, *params.kwonly_params]
+    return [param.name.value for param in every]
 
 
-class GuardTracker:
-    """Keeps, during one traversal, the count of guards around the current node."""
+class MarkerReader:
+    """What test markers promise: ``@pytest.mark.skipif(not torch.cuda.is_available(), ...)``,
+    ``@unittest.skipUnless(...)``, a marker kept in a variable (``requires_gpu = ...``) and used
+    as a decorator or in ``pytest.param(..., marks=...)``, and fixtures that skip without CUDA."""
 
     def __init__(self, classifier: ConditionClassifier) -> None:
         self.classifier = classifier
+        self.marker_variables: dict[str, Cover] = {}
+        self.skipping_fixtures: dict[str, Cover] = {}
+
+    def marker_cover(self, marker: cst.BaseExpression) -> Optional[Cover]:
+        """What a decorator, a `pytestmark` value or a `marks=` value promises the test."""
+        if isinstance(marker, (cst.List, cst.Tuple)):
+            return _widest(self.marker_cover(element.value) for element in marker.elements)
+        dotted = dotted_name(marker)
+        if dotted is not None and dotted in self.marker_variables:
+            return self.marker_variables[dotted]
+        cover = self._skip_cover(marker)
+        if cover is not None:
+            return cover
+        if isinstance(marker, cst.Call) and _last_name(marker) == "usefixtures":
+            names = (string_value(arg.value) for arg in marker.args)
+            return _widest(self.skipping_fixtures.get(name or "") for name in names)
+        # An unknown GPU-only marker (`@requires_cuda`, `@RunIf(min_cuda_gpus=2)`).
+        return Cover.SEVERAL if self.classifier.mentions_device(marker) else None
+
+    def _skip_cover(self, marker: cst.BaseExpression) -> Optional[Cover]:
+        """`skipIf(not torch.cuda.is_available())` promises one GPU, `skipIf(device_count() < 2)`
+        several; None where the condition is not a definite availability test."""
+        if not isinstance(marker, cst.Call) or not marker.args:
+            return None
+        method = _last_name(marker)
+        if method not in _SKIP_WHEN_TRUE and method not in _SKIP_WHEN_FALSE:
+            return None
+        polarity = self.classifier.definite(marker.args[0].value)
+        return false_cover(polarity) if method in _SKIP_WHEN_TRUE else true_cover(polarity)
+
+    def record_marker(
+        self, targets: Sequence[cst.BaseExpression], value: cst.BaseExpression
+    ) -> None:
+        """`requires_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason=...)`."""
+        cover = self._skip_cover(value)
+        if cover is None:
+            return
+        for target in targets:
+            dotted = dotted_name(target)
+            if dotted is not None:
+                self.marker_variables[dotted] = cover
+
+    def definition_cover(self, node: Union[cst.FunctionDef, cst.ClassDef]) -> Optional[Cover]:
+        """A GPU-only test (a skip marker, a fixture that skips) or a ``*_cuda``/``*gpu*``
+        helper. A test's name is no guard: ``test_forward_cuda`` with no skip marker is
+        exactly what fails on a CPU-only CI runner."""
+        name = node.name.value
+        # `get_device()` is where a device gets chosen, not GPU-only code: only the name test
+        # skips it.
+        named_for_gpu = bool(_FLAG_PATTERN.search(name)) and "device" not in name.lower()
+        if named_for_gpu and not name.startswith(("__", "test", "Test")):
+            return Cover.SEVERAL
+        covers = [self.marker_cover(decorator.decorator) for decorator in node.decorators]
+        if isinstance(node, cst.FunctionDef):
+            covers.extend(map(self.skipping_fixtures.get, _parameter_names(node)))
+        return _widest(covers)
+
+    def param_cover(self, node: cst.Call) -> Optional[Cover]:
+        """`pytest.param(torch.device("cuda"), marks=pytest.mark.skipif(...))`: the values
+        exist only for the test case the marks let run."""
+        func = node.func
+        called = func.attr.value if isinstance(func, cst.Attribute) else None
+        if called != "param" and not (isinstance(func, cst.Name) and func.value == "param"):
+            return None
+        for arg in node.args:
+            if arg.keyword is not None and arg.keyword.value == "marks":
+                return self.marker_cover(arg.value)
+        return None
+
+    def find_fixtures(self, body: Iterable[cst.CSTNode]) -> None:
+        """Fixtures of the file (at module level or in a class) that skip without CUDA."""
+        for statement in body:
+            if isinstance(statement, cst.ClassDef):
+                self.find_fixtures(statement.body.body)
+            if not isinstance(statement, cst.FunctionDef):
+                continue
+            name = self._fixture_name(statement)
+            cover = None if name is None else _setup_cover(statement, self.classifier)
+            if name is not None and cover is not None:
+                self.skipping_fixtures[name] = cover
+
+    @staticmethod
+    def _fixture_name(node: cst.FunctionDef) -> Optional[str]:
+        for decorator in node.decorators:
+            marker = decorator.decorator
+            if _last_name(marker) != "fixture":
+                continue
+            renamed = argument(marker, -1, "name") if isinstance(marker, cst.Call) else None
+            named = None if renamed is None else string_value(renamed.value)
+            return named or node.name.value
+        return None
+
+
+def _setup_cover(node: cst.FunctionDef, classifier: ConditionClassifier) -> Optional[Cover]:
+    """What the rest of a test can count on when this function (a ``setUp``, a fixture) skips
+    or fails, at its top level, when CUDA is missing."""
+    covers: list[Optional[Cover]] = []
+    for inner in node.body.body:
+        if isinstance(inner, cst.If) and suite_exits(inner.body):
+            covers.append(false_cover(classifier.classify(inner.test)))
+    return _widest(covers)
+
+
+def _setup_skips_without_cuda(
+    node: cst.ClassDef, classifier: ConditionClassifier
+) -> Optional[Cover]:
+    """A test class whose ``setUp`` skips (or fails) when CUDA is missing."""
+    return _widest(
+        _setup_cover(statement, classifier)
+        for statement in node.body.body
+        if isinstance(statement, cst.FunctionDef) and statement.name.value in _SETUP_METHODS
+    )
+
+
+class GuardTracker:
+    """Keeps, during one traversal, the count of guards around the current node: every guard,
+    and those that promise several GPUs (which a hard-coded GPU index 1 or more needs)."""
+
+    def __init__(self, classifier: ConditionClassifier) -> None:
+        self.classifier = classifier
+        self.markers = MarkerReader(classifier)
         self._depth = 0
-        # Guards that hold for the rest of a block (after an early exit), one entry per open block.
-        self._block_guards: list[int] = []
+        self._several_depth = 0
+        # Guards that hold for the rest of a block (after an early exit), one entry per open
+        # block: [every guard, guards promising several GPUs].
+        self._block_guards: list[list[int]] = []
         self._polarities: dict[int, Optional[Polarity]] = {}
-        self._gpu_only_classes: set[str] = set()
+        self._gpu_only_classes: dict[str, Cover] = {}
 
     @property
     def guarded(self) -> bool:
+        """Whether code here runs only where CUDA is there (or the user chose the device)."""
         return self._depth > 0
+
+    @property
+    def guarded_for_several_gpus(self) -> bool:
+        """Whether code here runs only where two or more GPUs are there (or the user chose)."""
+        return self._several_depth > 0
 
     # Exact types below: faster than isinstance (ABCMeta), and LibCST's classes are final.
     def enter(self, node: cst.CSTNode) -> None:
         kind = type(node)
         if kind in _BLOCKS:
-            self._block_guards.append(0)
+            self._block_guards.append([0, 0])
+            if kind is cst.Module:
+                self.markers.find_fixtures(node.body)  # type: ignore[attr-defined]
         elif kind is cst.ClassDef:
-            if self._class_is_gpu_only(node):  # type: ignore[arg-type]
-                self._gpu_only_classes.add(node.name.value)  # type: ignore[attr-defined]
+            cover = self._class_cover(node)  # type: ignore[arg-type]
+            if cover is not None:
+                self._gpu_only_classes[node.name.value] = cover  # type: ignore[attr-defined]
         elif kind is cst.If or kind is cst.IfExp:
             self._polarities[id(node)] = self.classifier.classify(node.test)  # type: ignore[attr-defined]
         elif kind is cst.BooleanOperation:
@@ -292,33 +464,39 @@ class GuardTracker:
     def leave(self, node: cst.CSTNode) -> None:
         kind = type(node)
         if kind in _BLOCKS:
-            self._depth -= self._block_guards.pop()
+            every, several = self._block_guards.pop()
+            self._depth -= every
+            self._several_depth -= several
         elif kind is cst.If:
-            if self._exits_without_cuda(node):  # type: ignore[arg-type]
-                self._guard_rest_of_block()
+            self._guard_rest_of_block(self._exit_cover(node))  # type: ignore[arg-type]
             self._polarities.pop(id(node), None)
         elif kind is cst.IfExp or kind is cst.BooleanOperation:
             self._polarities.pop(id(node), None)
         elif isinstance(node, cst.Assert):
-            if self.classifier.classify(node.test) in (Polarity.AVAILABLE, Polarity.CHOICE):
-                self._guard_rest_of_block()
+            self._guard_rest_of_block(true_cover(self.classifier.classify(node.test)))
         elif isinstance(node, cst.Assign):
-            self.classifier.record_assignment([t.target for t in node.targets], node.value)
-            marks = any(dotted_name(t.target) == "pytestmark" for t in node.targets)
-            if marks and self.classifier.mentions_device(node.value):
-                self._guard_rest_of_block()
+            targets: list[cst.BaseExpression] = [t.target for t in node.targets]
+            self.classifier.record_assignment(targets, node.value)
+            self.markers.record_marker(targets, node.value)
+            if any(dotted_name(target) == "pytestmark" for target in targets):
+                self._guard_rest_of_block(self.markers.marker_cover(node.value))
         elif isinstance(node, cst.AnnAssign) and node.value is not None:
             self.classifier.record_assignment([node.target], node.value)
+            self.markers.record_marker([node.target], node.value)
 
     def enter_attribute(self, node: cst.CSTNode, attribute: str) -> None:
-        if self._guards_attribute(node, attribute):
+        cover = self._attribute_cover(node, attribute)
+        if cover is not None:
             self._depth += 1
+            self._several_depth += cover is Cover.SEVERAL
 
     def leave_attribute(self, node: cst.CSTNode, attribute: str) -> None:
-        if self._guards_attribute(node, attribute):
+        cover = self._attribute_cover(node, attribute)
+        if cover is not None:
             self._depth -= 1
+            self._several_depth -= cover is Cover.SEVERAL
 
-    # The attributes `_guards_attribute` can answer yes for: traversals announce only these.
+    # The attributes `_attribute_cover` can answer for: traversals announce only these.
     ATTRIBUTES: ClassVar[dict[type, frozenset[str]]] = {
         cst.If: frozenset({"body", "orelse"}),
         cst.IfExp: frozenset({"body", "orelse"}),
@@ -326,46 +504,54 @@ class GuardTracker:
         cst.FunctionDef: frozenset({"body"}),
         cst.ClassDef: frozenset({"body"}),
         cst.Try: frozenset({"body"}),
+        cst.Call: frozenset({"args"}),
     }
 
-    def _guards_attribute(self, node: cst.CSTNode, attribute: str) -> bool:
-        if isinstance(node, (cst.If, cst.IfExp)):
+    def _attribute_cover(self, node: cst.CSTNode, attribute: str) -> Optional[Cover]:
+        kind = type(node)
+        if kind is cst.Call:  # the most frequent: `param_cover` rejects most calls at once
+            return self.markers.param_cover(node)  # type: ignore[arg-type]
+        if kind is cst.If or kind is cst.IfExp:
             polarity = self._polarities.get(id(node))
             if attribute == "body":
-                return polarity in (Polarity.AVAILABLE, Polarity.CHOICE)
-            if attribute == "orelse":
-                return polarity in (Polarity.UNAVAILABLE, Polarity.CHOICE)
-            return False
-        if isinstance(node, cst.BooleanOperation) and attribute == "right":
+                return true_cover(polarity)
+            return false_cover(polarity) if attribute == "orelse" else None
+        if kind is cst.BooleanOperation:
             polarity = self._polarities.get(id(node))
-            if isinstance(node.operator, cst.And):
-                return polarity in (Polarity.AVAILABLE, Polarity.CHOICE)
-            return polarity in (Polarity.UNAVAILABLE, Polarity.CHOICE)
-        if isinstance(node, cst.FunctionDef) and attribute == "body":
-            return _is_gpu_only_definition(node, self.classifier)
-        if isinstance(node, cst.ClassDef) and attribute == "body":
-            return node.name.value in self._gpu_only_classes
-        if isinstance(node, cst.Try) and attribute == "body":
-            return _catches_errors(node)
-        return False
+            if isinstance(node.operator, cst.And):  # type: ignore[attr-defined]
+                return true_cover(polarity)
+            return false_cover(polarity)
+        if kind is cst.FunctionDef:
+            return self.markers.definition_cover(node)  # type: ignore[arg-type]
+        if kind is cst.ClassDef:
+            return self._gpu_only_classes.get(node.name.value)  # type: ignore[attr-defined]
+        if kind is cst.Try:
+            return Cover.SEVERAL if _catches_errors(node) else None  # type: ignore[arg-type]
+        return None
 
-    def _class_is_gpu_only(self, node: cst.ClassDef) -> bool:
+    def _class_cover(self, node: cst.ClassDef) -> Optional[Cover]:
         """Decorated or named for the GPU, skipping in ``setUp``, or derived from such a class."""
-        if _is_gpu_only_definition(node, self.classifier):
-            return True
-        if _setup_skips_without_cuda(node, self.classifier):
-            return True
-        return any(dotted_name(base.value) in self._gpu_only_classes for base in node.bases)
+        return _widest(
+            [
+                self.markers.definition_cover(node),
+                _setup_skips_without_cuda(node, self.classifier),
+                *(self._gpu_only_classes.get(dotted_name(base.value) or "") for base in node.bases),
+            ]
+        )
 
-    def _exits_without_cuda(self, node: cst.If) -> bool:
+    def _exit_cover(self, node: cst.If) -> Optional[Cover]:
+        """What the rest of the block can count on after ``if <no GPU>: return``."""
         polarity = self._polarities.get(id(node))
-        if polarity in (Polarity.UNAVAILABLE, Polarity.CHOICE) and suite_exits(node.body):
-            return True
-        if polarity is Polarity.AVAILABLE and isinstance(node.orelse, cst.Else):
-            return suite_exits(node.orelse.body)
-        return False
+        if suite_exits(node.body):
+            return false_cover(polarity)
+        if isinstance(node.orelse, cst.Else) and suite_exits(node.orelse.body):
+            return true_cover(polarity)
+        return None
 
-    def _guard_rest_of_block(self) -> None:
-        if self._block_guards:
-            self._block_guards[-1] += 1
+    def _guard_rest_of_block(self, cover: Optional[Cover]) -> None:
+        if cover is not None and self._block_guards:
+            self._block_guards[-1][0] += 1
             self._depth += 1
+            if cover is Cover.SEVERAL:
+                self._block_guards[-1][1] += 1
+                self._several_depth += 1

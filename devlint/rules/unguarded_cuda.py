@@ -29,8 +29,15 @@ class UnguardedCuda(Rule):
     of a negated test), a flag computed from it (`use_gpu = ...`, then
     `if use_gpu:`), a device flag the user controls (`if args.cuda:`), an early
     exit (`if not torch.cuda.is_available(): return`), an `assert`, a ternary,
-    a GPU-only test decorator or `pytestmark`, and a `try` that catches the
-    error. A device held in a variable, `x.to(device)`, is never flagged.
+    a GPU-only test decorator or `pytestmark` (on the test or on its class,
+    `@pytest.mark.skipif(...)`, `@unittest.skipIf`/`skipUnless`, or a marker kept
+    in a variable such as `requires_gpu = pytest.mark.skipif(...)`), the
+    `marks=` of a `pytest.param(...)` for the values of that case, a fixture
+    that calls `pytest.skip` without CUDA and that the test takes as a
+    parameter (or names in `usefixtures`), and a `try` that catches the error.
+    A test's name is no guard: `def test_forward_cuda():` with no marker is
+    exactly what fails on a CPU-only CI runner. A device held in a variable,
+    `x.to(device)`, is never flagged.
 
     ## Example
     ```python
@@ -116,6 +123,31 @@ class UnguardedCuda(Rule):
         "    def __init__(self):\n        self.use_cuda = torch.cuda.is_available()\n"
         "    def step(self, x):\n"
         "        if self.use_cuda:\n            x = x.cuda()\n        return x",
+        "import pytest, torch\n"
+        "@pytest.mark.parametrize('device', ['cpu', pytest.param(torch.device('cuda'), "
+        "marks=pytest.mark.skipif(not torch.cuda.is_available(), reason='gpu'))])\n"
+        "def test_move(device):\n    pass",
+        "import pytest, torch\n"
+        "CASES = [pytest.param(torch.device('cuda'), marks=[pytest.mark.slow, "
+        "pytest.mark.skipif(not torch.cuda.is_available(), reason='gpu')])]",
+        "import pytest, torch\n"
+        "needs_hw = pytest.mark.skipif(not torch.cuda.is_available(), reason='gpu')\n"
+        "CASES = [pytest.param(torch.device('cuda'), marks=needs_hw)]\n"
+        "@needs_hw\ndef test_move():\n    torch.ones(1).cuda()",
+        "import pytest, torch\n"
+        "@pytest.mark.skipif(not torch.cuda.is_available(), reason='gpu')\n"
+        "class TestMoves:\n    def test_move(self):\n        torch.ones(1).cuda()",
+        "import unittest, torch\n"
+        "@unittest.skipUnless(torch.cuda.is_available(), 'needs a GPU')\n"
+        "class TestMoves(unittest.TestCase):\n    def test_move(self):\n        torch.ones(1).cuda()",
+        "import pytest, torch\n"
+        "@pytest.fixture\ndef hardware():\n"
+        "    if not torch.cuda.is_available():\n        pytest.skip('no GPU')\n    return 0\n"
+        "def test_move(hardware):\n    torch.ones(1).cuda()",
+        "import pytest, torch\n"
+        "@pytest.fixture(name='hw')\ndef hardware_fixture():\n"
+        "    if torch.cuda.device_count() == 0:\n        pytest.skip('no GPU')\n"
+        "@pytest.mark.usefixtures('hw')\ndef test_move():\n    torch.ones(1).cuda()",
         "x = torch.zeros(3, device=device)",
         "x = x.to(args.device)",
         "x = x.to('cpu')",
@@ -179,6 +211,34 @@ class UnguardedCuda(Rule):
         ),
         Invalid("xs = map(lambda t: t.cuda(), xs)", 1, 20),
         Invalid("import torch\ndef get_device():\n    return torch.device('cuda')", 3, 12),
+        # A test's name is no guard: this is what fails on a CPU-only CI runner.
+        Invalid("import torch\ndef test_forward_cuda():\n    torch.zeros(2).cuda()", 3, 5),
+        Invalid("import torch\ndef test_gpu_step(model):\n    model.cuda()", 3, 5),
+        Invalid(
+            "import pytest, torch\nCASES = [pytest.param(torch.device('cuda'), id='gpu')]", 2, 23
+        ),
+        Invalid(
+            "import pytest, torch\n"
+            "CASES = [pytest.param(torch.device('cuda'), marks=pytest.mark.slow)]",
+            2,
+            23,
+        ),
+        Invalid(
+            "import pytest, torch\n@pytest.fixture\ndef hardware():\n    return 0\n"
+            "def test_move(hardware):\n    torch.ones(1).cuda()",
+            6,
+            5,
+        ),
+        Invalid(
+            "import pytest, torch\n"
+            "@pytest.mark.skipif(not torch.cuda.is_available(), reason='gpu')\n"
+            "class TestMoves:\n    pass\n"
+            "def test_move():\n    torch.ones(1).cuda()",
+            6,
+            5,
+        ),
+        # Fewer than two GPUs includes none.
+        Invalid("import torch\nif torch.cuda.device_count() < 2:\n    x = x.cuda()", 3, 9),
     )
 
     def begin_file(self, context: FileContext) -> None:
