@@ -26,7 +26,7 @@ import libcst as cst
 from devlint.analysis import syntax
 from devlint.analysis.devices import argument, string_value
 from devlint.analysis.names import ImportMap, dotted_name
-from devlint.traversal import child_nodes
+from devlint.traversal import child_nodes, descendants
 
 AVAILABILITY_CHECKS = frozenset(
     {
@@ -220,6 +220,14 @@ def _count_polarity(operator: cst.BaseCompOp, count: int) -> Polarity:
     if most is not None and most >= 0:
         return Polarity.UNAVAILABLE if most == 0 else Polarity.FEW
     return Polarity.CHOICE
+
+
+def checks_availability(module: cst.Module, names: ImportMap) -> bool:
+    """Whether the file calls an availability check anywhere (``torch.cuda.is_available()``)."""
+    return any(
+        type(node) is cst.Call and names.qualified_name(node.func) in AVAILABILITY_CHECKS
+        for node in descendants(module)
+    )
 
 
 def suite_exits(suite: cst.BaseSuite) -> bool:
