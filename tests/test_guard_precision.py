@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tests.helpers import findings_of, run_cli, write
 
-GPU_TESTS = '''\
+GPU_TESTS = """\
 import pytest
 import torch
 
@@ -57,7 +57,7 @@ def test_forward_cuda():
 
 
 CASES = [pytest.param(torch.device("cuda"), id="gpu")]
-'''
+"""
 
 SCRIPT = """\
 import argparse
