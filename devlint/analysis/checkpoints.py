@@ -70,6 +70,9 @@ def source_key(node: cst.BaseExpression, module: cst.Module) -> str:
     dotted = dotted_name(node)
     if dotted is not None:
         return dotted
+    text = string_value(node)
+    if text is not None:
+        return repr(text)  # "rows.pt" and 'rows.pt' are one path
     return "".join(module.code_for_node(node).split())
 
 
@@ -114,6 +117,8 @@ class CheckpointEvidence:
         self._names = names
         # Per file, computed on the first load that needs it: (key, saved value, saving scope).
         self._saves: Optional[list[tuple[str, cst.BaseExpression, Scope]]] = None
+        # Per scope: `with open(path, "wb") as f` makes `f` stand for `path`.
+        self._aliases: dict[int, dict[str, str]] = {}
 
     def evidence(
         self, load: cst.Call, scope: Scope, statement: Optional[cst.CSTNode]
@@ -121,11 +126,12 @@ class CheckpointEvidence:
         path = argument(load, 0, "f")
         if path is None:
             return LoadEvidence()
-        key = source_key(path.value, self._module)
+        saves = self._file_saves()
+        key = self._resolve(scope, source_key(path.value, self._module))
         if key in self._round_trip_keys(scope):
             return LoadEvidence(safe="saved by the same function")
         checkpoint = self._use_as_checkpoint(load, scope, statement)
-        for saved_key, value, saving_scope in self._file_saves():
+        for saved_key, value, saving_scope in saves:
             if saved_key != key or saving_scope is scope:
                 continue
             if _shows_device(value) or _shows_device(saving_scope):
@@ -143,8 +149,16 @@ class CheckpointEvidence:
             self._collect_saves(self._module, self._module)
         return self._saves
 
+    def _resolve(self, scope: Scope, key: str) -> str:
+        return self._aliases.get(id(scope), {}).get(key, key)
+
     def _collect_saves(self, node: cst.CSTNode, scope: Scope) -> None:
         assert self._saves is not None
+        if type(node) is cst.With:
+            aliases = self._aliases.setdefault(id(scope), {})
+            for item in node.items:
+                if item.asname is not None and isinstance(item.asname.name, cst.Name):
+                    aliases[item.asname.name.value] = source_key(item.item, self._module)
         for child in child_nodes(node):
             if type(child) is cst.FunctionDef:
                 self._collect_saves(child, child)
@@ -152,7 +166,7 @@ class CheckpointEvidence:
             if type(child) is cst.Call and self._names.qualified_name(child.func) == "torch.save":
                 value, target = argument(child, 0, "obj"), argument(child, 1, "f")
                 if value is not None and target is not None:
-                    key = source_key(target.value, self._module)
+                    key = self._resolve(scope, source_key(target.value, self._module))
                     self._saves.append((key, value.value, scope))
             self._collect_saves(child, scope)
 

@@ -89,6 +89,9 @@ class LoadWithoutMapLocation(Rule):
         "import torch\ndef test_save(tmp):\n    torch.save(torch.ones(2).cuda(), tmp.name)\n"
         "    assert torch.load(tmp).sum() == 2",
         # A processed dataset file the same file writes from CPU values.
+        "import torch\ndef cache():\n    with open('rows.pt', 'wb') as f:\n"
+        "        torch.save([torch.zeros(2)], f)\n"
+        "def restore():\n    with open(\"rows.pt\", 'rb') as f:\n        return torch.load(f)",
         "import torch\nclass Graphs:\n    def process(self):\n"
         "        data_list = [torch.zeros(2)]\n"
         "        torch.save(self.collate(data_list), self.processed_paths[0])\n"
@@ -144,6 +147,14 @@ class LoadWithoutMapLocation(Rule):
             "def load(path):\n    return torch.load(path)",
             5,
             12,
+        ),
+        # `f` stands for a different file in each function.
+        Invalid(
+            "import torch\ndef cache(rows):\n    with open('rows.pt', 'wb') as f:\n"
+            "        torch.save([1, 2], f)\n"
+            "def restore():\n    with open('model.pt', 'rb') as f:\n        return torch.load(f)",
+            7,
+            16,
         ),
         # A byte buffer from elsewhere (an archive, the network) is no round trip.
         Invalid(
