@@ -92,11 +92,10 @@ def _shows_device(node: cst.CSTNode) -> bool:
     return False
 
 
-def _from_caller(value: cst.BaseExpression, scope: Scope) -> bool:
-    """Whether the saved value is (or is made from) a parameter of the saving function other
-    than ``self``: ``def save(obj, path): torch.save(obj, path)`` says nothing of ``obj``."""
+def _passed_in(scope: Scope) -> set[str]:
+    """The parameters of a function other than ``self``/``cls``: what its caller chooses."""
     if not isinstance(scope, cst.FunctionDef):
-        return False
+        return set()
     params = scope.params
     passed = {
         param.name.value
@@ -106,6 +105,13 @@ def _from_caller(value: cst.BaseExpression, scope: Scope) -> bool:
     for extra in (params.star_arg, params.star_kwarg):
         if isinstance(extra, cst.Param):
             passed.add(extra.name.value)
+    return passed
+
+
+def _from_caller(value: cst.BaseExpression, scope: Scope) -> bool:
+    """Whether the saved value is (or is made from) a parameter of the saving function:
+    ``def save(obj, path): torch.save(obj, path)`` says nothing of ``obj``."""
+    passed = _passed_in(scope)
     return any(type(node) is cst.Name and node.value in passed for node in descendants(value))
 
 
@@ -131,12 +137,18 @@ class CheckpointEvidence:
         if key in self._round_trip_keys(scope):
             return LoadEvidence(safe="saved by the same function")
         checkpoint = self._use_as_checkpoint(load, scope, statement)
+        # A path the caller passes in may name any file, whatever this file saves there.
+        chosen_by_caller = re.split(r"[.\[]", key, maxsplit=1)[0] in _passed_in(scope)
         for saved_key, value, saving_scope in saves:
             if saved_key != key or saving_scope is scope:
                 continue
             if _shows_device(value) or _shows_device(saving_scope):
                 return LoadEvidence(checkpoint=checkpoint or self._saved_from(value))
-            if checkpoint is None and not _from_caller(value, saving_scope):
+            if (
+                checkpoint is None
+                and not chosen_by_caller
+                and not _from_caller(value, saving_scope)
+            ):
                 return LoadEvidence(safe="saved by this file from CPU values")
         return LoadEvidence(checkpoint=checkpoint)
 

@@ -38,6 +38,8 @@ class LoadWithoutMapLocation(Rule):
       `.state_dict()`, `.cuda()`, `.to()` or `device=`, in a function that moves
       nothing to a device, and not a value its caller passed in (that says
       nothing of where the caller's tensors live). A processed dataset file.
+      Not when the loading function takes the path from its caller: that may
+      name any file.
 
     Paths match by how they are written (`path`, `tmp.name` as `tmp`,
     `open(path, "wb")` as `path`, `self.processed_paths[0]`), never by guessing
@@ -155,6 +157,14 @@ class LoadWithoutMapLocation(Rule):
             "def restore():\n    with open('model.pt', 'rb') as f:\n        return torch.load(f)",
             7,
             16,
+        ),
+        # The caller chooses the path: it may name any file, whatever this file saves there.
+        Invalid(
+            "import torch\ndef export(path):\n    sd = {'w': torch.zeros(2)}\n"
+            "    torch.save(sd, path)\n"
+            "def convert(path):\n    return torch.load(path)",
+            6,
+            12,
         ),
         # A byte buffer from elsewhere (an archive, the network) is no round trip.
         Invalid(
