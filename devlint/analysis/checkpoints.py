@@ -40,6 +40,7 @@ CHECKPOINT_KEY = re.compile(r"model|optim|state_dict|net\Z|weights|ema", re.IGNO
 _DEVICE_METHODS = frozenset({"cuda", "to", "state_dict", "parameters", "named_parameters"})
 # Wrappers a path or buffer passes through on its way into `torch.save`/`torch.load`.
 _BUFFER_METHODS = frozenset({"getvalue", "getbuffer", "read", "read_bytes"})
+_WRAPPERS = frozenset({"BytesIO", "open", "Path", "str", "fspath", "bytes", "memoryview"})
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,9 @@ def source_key(node: cst.BaseExpression, module: cst.Module) -> str:
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value in _BUFFER_METHODS:
             return source_key(func.value, module)
-        if node.args and node.args[0].keyword is None and not node.args[0].star:
+        wrapper = dotted_name(func)
+        wraps = wrapper is not None and wrapper.rpartition(".")[2] in _WRAPPERS
+        if wraps and node.args and node.args[0].keyword is None and not node.args[0].star:
             return source_key(node.args[0].value, module)
     if isinstance(node, cst.Attribute) and node.attr.value == "name":
         return source_key(node.value, module)

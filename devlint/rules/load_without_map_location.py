@@ -166,6 +166,14 @@ class LoadWithoutMapLocation(Rule):
             6,
             12,
         ),
+        # Another file in the same folder is no round trip.
+        Invalid(
+            "import os, torch\ndef convert(root):\n"
+            "    torch.save(torch.zeros(2), os.path.join(root, 'a.pt'))\n"
+            "    return torch.load(os.path.join(root, 'b.pt'))",
+            4,
+            12,
+        ),
         # A byte buffer from elsewhere (an archive, the network) is no round trip.
         Invalid(
             "import io, torch\ndef read(weight_bytes):\n"
