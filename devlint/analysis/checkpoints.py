@@ -137,7 +137,7 @@ class CheckpointEvidence:
             return LoadEvidence()
         saves = self._file_saves()
         key = self._resolve(scope, source_key(path.value, self._module))
-        if key in self._round_trip_keys(scope):
+        if key in self._round_trip_keys(scope, load):
             return LoadEvidence(safe="saved by the same function")
         checkpoint = self._use_as_checkpoint(load, scope, statement)
         # A path the caller passes in may name any file, whatever this file saves there.
@@ -185,18 +185,25 @@ class CheckpointEvidence:
                     self._saves.append((key, value.value, scope))
             self._collect_saves(child, scope)
 
-    def _round_trip_keys(self, scope: Scope) -> set[str]:
-        """What the function saves into, and names bound from those buffers
-        (``data = buffer.getvalue()``)."""
-        keys = {key for key, _, saving_scope in self._file_saves() if saving_scope is scope}
-        if not keys:
-            return keys
-        for _ in range(2):  # `data = buffer.getvalue()`, then `stream = io.BytesIO(data)`
-            for node in descendants(scope):
-                if type(node) is not cst.Assign or len(node.targets) != 1:
-                    continue
-                if source_key(node.value, self._module) in keys:
-                    keys.add(source_key(node.targets[0].target, self._module))
+    def _round_trip_keys(self, scope: Scope, load: cst.Call) -> set[str]:
+        """What the function saves into before the load, and names bound from those buffers
+        (``data = buffer.getvalue()``). A save after the load (a checkpoint upgraded in place)
+        is no round trip."""
+        keys: set[str] = set()
+        for node in descendants(scope):
+            if node is load:
+                break
+            if type(node) is cst.Call and self._names.qualified_name(node.func) == "torch.save":
+                target = argument(node, 1, "f")
+                if target is not None:
+                    keys.add(self._resolve(scope, source_key(target.value, self._module)))
+            elif (
+                type(node) is cst.Assign
+                and len(node.targets) == 1
+                and keys
+                and source_key(node.value, self._module) in keys
+            ):
+                keys.add(source_key(node.targets[0].target, self._module))
         return keys
 
     def _use_as_checkpoint(

@@ -28,8 +28,8 @@ class LoadWithoutMapLocation(Rule):
       trained on a GPU machine, loaded by code that shows no device at all (CPU
       inference, a notebook on a laptop). Nothing in the loading file can tell
       that apart from a safe file, so the hazard stands.
-    - **Saved by the same function** (silent): `torch.save(x, buffer)` then
-      `torch.load(buffer)`, a byte-buffer round trip
+    - **Saved by the same function, before the load** (silent):
+      `torch.save(x, buffer)` then `torch.load(buffer)`, a byte-buffer round trip
       (`torch.load(io.BytesIO(buffer.getvalue()))`), a temporary file written
       and read back. One process on one machine: the devices it saved from exist.
     - **Saved by this file from CPU values** (silent): another function of the
@@ -165,6 +165,13 @@ class LoadWithoutMapLocation(Rule):
             "def convert(path):\n    return torch.load(path)",
             6,
             12,
+        ),
+        # Saved back after the load (a checkpoint upgraded in place): no round trip.
+        Invalid(
+            "import torch\ndef upgrade(files):\n    for file in files:\n"
+            "        checkpoint = torch.load(file)\n        torch.save(checkpoint, file)",
+            4,
+            22,
         ),
         # Another file in the same folder is no round trip.
         Invalid(
