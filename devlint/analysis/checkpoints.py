@@ -128,6 +128,7 @@ class CheckpointEvidence:
         self._saves: Optional[list[tuple[str, cst.BaseExpression, Scope]]] = None
         # Per scope: `with open(path, "wb") as f` makes `f` stand for `path`.
         self._aliases: dict[int, dict[str, str]] = {}
+        self._alias_nodes: dict[int, dict[str, cst.BaseExpression]] = {}
 
     def evidence(
         self, load: cst.Call, scope: Scope, statement: Optional[cst.CSTNode]
@@ -140,8 +141,7 @@ class CheckpointEvidence:
         if key in self._round_trip_keys(scope, load):
             return LoadEvidence(safe="saved by the same function")
         checkpoint = self._use_as_checkpoint(load, scope, statement)
-        # A path the caller passes in may name any file, whatever this file saves there.
-        chosen_by_caller = re.split(r"[.\[]", key, maxsplit=1)[0] in _passed_in(scope)
+        chosen_by_caller = self._chosen_by_caller(path.value, scope)
         for saved_key, value, saving_scope in saves:
             if saved_key != key or saving_scope is scope:
                 continue
@@ -154,6 +154,14 @@ class CheckpointEvidence:
             ):
                 return LoadEvidence(safe="saved by this file from CPU values")
         return LoadEvidence(checkpoint=checkpoint)
+
+    def _chosen_by_caller(self, path: cst.BaseExpression, scope: Scope) -> bool:
+        """A path made from the loading function's parameters (`os.path.join(path, name)`, or
+        `f` opened from one) may name any file, whatever this file saves there."""
+        if isinstance(path, cst.Name):
+            path = self._alias_nodes.get(id(scope), {}).get(path.value, path)
+        passed = _passed_in(scope)
+        return any(type(node) is cst.Name and node.value in passed for node in descendants(path))
 
     def _saved_from(self, value: cst.BaseExpression) -> str:
         return f"this file saves it from `{_short(self._module, value)}`"
@@ -174,6 +182,8 @@ class CheckpointEvidence:
             for item in node.items:
                 if item.asname is not None and isinstance(item.asname.name, cst.Name):
                     aliases[item.asname.name.value] = source_key(item.item, self._module)
+                    nodes = self._alias_nodes.setdefault(id(scope), {})
+                    nodes[item.asname.name.value] = item.item
         for child in child_nodes(node):
             if type(child) is cst.FunctionDef:
                 self._collect_saves(child, child)

@@ -173,6 +173,16 @@ class LoadWithoutMapLocation(Rule):
             4,
             22,
         ),
+        # The folder comes from the caller: any folder, whatever `save` wrote.
+        Invalid(
+            "import os, torch\nclass Codebook:\n"
+            "    def save(self, path):\n"
+            "        torch.save(self.centroids, os.path.join(path, 'centroids.pth'))\n"
+            "    def load(self, path):\n"
+            "        self.centroids = torch.load(os.path.join(path, 'centroids.pth'))",
+            6,
+            26,
+        ),
         # Another file in the same folder is no round trip.
         Invalid(
             "import os, torch\ndef convert(root):\n"
