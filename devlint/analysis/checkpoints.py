@@ -20,6 +20,7 @@ Paths are matched by how they are written (``tmp``, ``tmp.name``, ``io.BytesIO(d
 
 from __future__ import annotations
 
+import builtins
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,6 +41,8 @@ CHECKPOINT_KEY = re.compile(r"model|optim|state_dict|net\Z|weights|ema", re.IGNO
 _DEVICE_METHODS = frozenset({"cuda", "to", "state_dict", "parameters", "named_parameters"})
 # Wrappers a path or buffer passes through on its way into `torch.save`/`torch.load`.
 _BUFFER_METHODS = frozenset({"getvalue", "getbuffer", "read", "read_bytes"})
+# Names that mean the same in every function: `open`, `str`, and `self`/`cls` (one object).
+_BUILTINS = frozenset(dir(builtins)) | {"self", "cls"}
 _WRAPPERS = frozenset({"BytesIO", "open", "Path", "str", "fspath", "bytes", "memoryview"})
 
 
@@ -118,6 +121,30 @@ def _from_caller(value: cst.BaseExpression, scope: Scope) -> bool:
     return any(type(node) is cst.Name and node.value in passed for node in descendants(value))
 
 
+def _root_names(node: cst.CSTNode) -> list[str]:
+    """The names an expression reads (`self` in `self.paths[0]`, not `paths`)."""
+    if isinstance(node, cst.Name):
+        return [node.value]
+    if isinstance(node, cst.Attribute):
+        return _root_names(node.value)
+    return [name for child in child_nodes(node) for name in _root_names(child)]
+
+
+def _bound_names(statement: cst.BaseSmallStatement) -> list[str]:
+    if isinstance(statement, cst.Assign):
+        return [name for target in statement.targets for name in _root_names(target.target)]
+    if isinstance(statement, cst.AnnAssign):
+        return _root_names(statement.target)
+    if isinstance(statement, (cst.Import, cst.ImportFrom)) and not isinstance(
+        statement.names, cst.ImportStar
+    ):
+        return [
+            _root_names(alias.asname.name)[0] if alias.asname else _root_names(alias.name)[0]
+            for alias in statement.names
+        ]
+    return []
+
+
 class CheckpointEvidence:
     """Answers, for one file, what the file says about each of its ``torch.load`` calls."""
 
@@ -129,6 +156,7 @@ class CheckpointEvidence:
         # Per scope: `with open(path, "wb") as f` makes `f` stand for `path`.
         self._aliases: dict[int, dict[str, str]] = {}
         self._alias_nodes: dict[int, dict[str, cst.BaseExpression]] = {}
+        self._globals: Optional[set[str]] = None
 
     def evidence(
         self, load: cst.Call, scope: Scope, statement: Optional[cst.CSTNode]
@@ -142,6 +170,9 @@ class CheckpointEvidence:
             return LoadEvidence(safe="saved by the same function")
         checkpoint = self._use_as_checkpoint(load, scope, statement)
         chosen_by_caller = self._chosen_by_caller(path.value, scope)
+        if not self._same_everywhere(path.value, scope):
+            # A local `path` of another function is another file.
+            return LoadEvidence(checkpoint=checkpoint)
         for saved_key, value, saving_scope in saves:
             if saved_key != key or saving_scope is scope:
                 continue
@@ -162,6 +193,26 @@ class CheckpointEvidence:
             path = self._alias_nodes.get(id(scope), {}).get(path.value, path)
         passed = _passed_in(scope)
         return any(type(node) is cst.Name and node.value in passed for node in descendants(path))
+
+    def _same_everywhere(self, path: cst.BaseExpression, scope: Scope) -> bool:
+        """Whether the path names one file in every function: built from literals, `self`
+        attributes and module-level names only (`self.processed_paths[0]`, `CACHE_FILE`)."""
+        if isinstance(path, cst.Name):
+            path = self._alias_nodes.get(id(scope), {}).get(path.value, path)
+        known = self._module_names() | _BUILTINS
+        return all(name in known for name in _root_names(path))
+
+    def _module_names(self) -> set[str]:
+        """Names bound at module level: definitions, assignments, imports."""
+        if self._globals is None:
+            self._globals = set()
+            for statement in self._module.body:
+                if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+                    self._globals.add(statement.name.value)
+                elif isinstance(statement, cst.SimpleStatementLine):
+                    for small in statement.body:
+                        self._globals.update(_bound_names(small))
+        return self._globals
 
     def _saved_from(self, value: cst.BaseExpression) -> str:
         return f"this file saves it from `{_short(self._module, value)}`"

@@ -43,7 +43,10 @@ class LoadWithoutMapLocation(Rule):
 
     Paths match by how they are written (`path`, `tmp.name` as `tmp`,
     `open(path, "wb")` as `path`, `self.processed_paths[0]`), never by guessing
-    what a string holds.
+    what a string holds. Across functions only a path that names one file
+    everywhere matches: one built from literals, `self` attributes and
+    module-level names (a local `ckpt_path` of another function is another
+    file).
 
     ## Why is this bad?
     `torch.load` restores each tensor on the device it was saved from. A
@@ -91,6 +94,9 @@ class LoadWithoutMapLocation(Rule):
         "import torch\ndef test_save(tmp):\n    torch.save(torch.ones(2).cuda(), tmp.name)\n"
         "    assert torch.load(tmp).sum() == 2",
         # A processed dataset file the same file writes from CPU values.
+        "import os, torch\nCACHE = os.path.join('data', 'rows.pt')\n"
+        "def cache():\n    torch.save([torch.zeros(2)], CACHE)\n"
+        "def restore():\n    return torch.load(CACHE)",
         "import torch\ndef cache():\n    with open('rows.pt', 'wb') as f:\n"
         "        torch.save([torch.zeros(2)], f)\n"
         "def restore():\n    with open(\"rows.pt\", 'rb') as f:\n        return torch.load(f)",
@@ -136,10 +142,10 @@ class LoadWithoutMapLocation(Rule):
         ),
         # The file saves the path from a moved model's state dict.
         Invalid(
-            "import torch\ndef train(model, path):\n    model.cuda()\n"
-            "    torch.save(model.state_dict(), path)\n"
-            "def evaluate(path):\n    weights = torch.load(path)\n    return weights",
-            6,
+            "import torch\nCKPT = 'model.pt'\ndef train(model):\n    model.cuda()\n"
+            "    torch.save(model.state_dict(), CKPT)\n"
+            "def evaluate():\n    weights = torch.load(CKPT)\n    return weights",
+            7,
             15,
             "this file saves it from `model.state_dict()`",
         ),
@@ -182,6 +188,15 @@ class LoadWithoutMapLocation(Rule):
             "        self.centroids = torch.load(os.path.join(path, 'centroids.pth'))",
             6,
             26,
+        ),
+        # A local name of another function is another file.
+        Invalid(
+            "import torch\ndef edit(trainer):\n    ckpt_path = trainer.best_path\n"
+            "    torch.save({'epoch': 1}, ckpt_path)\n"
+            "def check(trainer):\n    ckpt_path = trainer.last_path\n"
+            "    return torch.load(ckpt_path)",
+            7,
+            12,
         ),
         # Another file in the same folder is no round trip.
         Invalid(
