@@ -85,9 +85,7 @@ TRACKED_TYPES = frozenset(
         cst.SimpleStatementSuite, cst.If, cst.IfExp, cst.BooleanOperation, cst.Assert, cst.With,
     }
 )  # fmt: skip
-_GUARDING_TYPES = frozenset(
-    {cst.If, cst.IfExp, cst.BooleanOperation, cst.FunctionDef, cst.ClassDef, cst.Try}
-)
+_GUARDING_TYPES = frozenset(GuardTracker.ATTRIBUTES)
 
 
 class FindingCollector:

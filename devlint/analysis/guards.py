@@ -11,186 +11,49 @@ guarded?
 Precision comes first: a condition that merely *mentions* a device or GPU
 flag guards both of its branches, because what it selects is the user's
 deliberate choice.
+
+It also counts how many GPUs the guards promise (``is_available()`` one,
+``device_count() > 1`` several), for a hard-coded GPU index. Conditions are
+read in :mod:`devlint.analysis.conditions`, test markers and fixtures in
+:mod:`devlint.analysis.test_markers`.
 """
 
 from __future__ import annotations
 
 import ast
-import enum
-import re
-from collections.abc import Iterator
 from typing import ClassVar, Optional, Union
 
 import libcst as cst
 
 from devlint.analysis import syntax
+from devlint.analysis.conditions import (
+    AVAILABILITY_CHECKS,
+    CATCHING_ERRORS,
+    ConditionClassifier,
+    Cover,
+    Polarity,
+    checks_availability,
+    false_cover,
+    sub_expressions,
+    suite_exits,
+    true_cover,
+    widest,
+)
 from devlint.analysis.names import ImportMap, dotted_name
-from devlint.traversal import child_nodes
+from devlint.analysis.test_markers import MarkerReader, setup_skips_without_cuda
 
-AVAILABILITY_CHECKS = frozenset(
-    {
-        "torch.cuda.is_available",
-        "torch.cuda.device_count",
-        "torch.cuda.is_initialized",
-        "torch.backends.cuda.is_built",
-        "torch.backends.cudnn.is_available",
-        "torch.accelerator.is_available",
-        "torch.accelerator.device_count",
-    }
-)
-
-# Identifiers and strings that show a condition is about the device choice.
-_FLAG_PATTERN = re.compile(r"cuda|gpu|cpu|device|accel|nccl", re.IGNORECASE)
-_EXIT_CALLS = frozenset({"exit", "quit", "_exit", "skip", "skipTest", "fail", "abort"})
-_CATCHING_ERRORS = frozenset(
-    {"Exception", "BaseException", "RuntimeError", "AssertionError", "AcceleratorError"}
-)
-
-
-class Polarity(enum.Enum):
-    """What a condition being true tells about CUDA."""
-
-    AVAILABLE = "available"  # true only when CUDA is available
-    UNAVAILABLE = "unavailable"  # true only when CUDA is not available
-    CHOICE = "choice"  # a device flag: both branches are deliberate
-
-
-_FLIPPED = {
-    Polarity.AVAILABLE: Polarity.UNAVAILABLE,
-    Polarity.UNAVAILABLE: Polarity.AVAILABLE,
-    Polarity.CHOICE: Polarity.CHOICE,
-}
-
-
-def _sub_expressions(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    yield node
-    for child in child_nodes(node):
-        if not isinstance(child, cst.Lambda):
-            yield from _sub_expressions(child)
-
-
-def _integer(node: cst.BaseExpression) -> Optional[int]:
-    if isinstance(node, cst.Integer):
-        return int(node.value, 0)
-    return None
-
-
-class ConditionClassifier:
-    """Classifies the test of an ``if``, ternary, ``assert`` or ``and``."""
-
-    def __init__(self, names: ImportMap) -> None:
-        self._names = names
-        self.guard_variables: dict[str, Polarity] = {}
-
-    def classify(self, test: cst.BaseExpression) -> Optional[Polarity]:
-        definite = self.definite(test)
-        if definite is not None:
-            return definite
-        return Polarity.CHOICE if self.mentions_device(test) else None
-
-    def definite(self, test: cst.BaseExpression) -> Optional[Polarity]:
-        """The polarity of a test built from availability checks, or None."""
-        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-            inner = self.definite(test.expression)
-            return None if inner is None else _FLIPPED[inner]
-        if isinstance(test, cst.BooleanOperation):
-            return self._combine(test)
-        if isinstance(test, cst.Comparison):
-            return self._comparison(test)
-        if isinstance(test, cst.Call):
-            test = test.func
-        if self._names.qualified_name(test) in AVAILABILITY_CHECKS:
-            return Polarity.AVAILABLE
-        dotted = dotted_name(test)
-        return None if dotted is None else self.guard_variables.get(dotted)
-
-    def _combine(self, test: cst.BooleanOperation) -> Optional[Polarity]:
-        sides = [self.definite(test.left), self.definite(test.right)]
-        known = [side for side in sides if side is not None]
-        if not known:
-            return None
-        if isinstance(test.operator, cst.And):
-            # Both sides hold when an `and` is true.
-            return Polarity.AVAILABLE if Polarity.AVAILABLE in known else known[0]
-        # Both sides are false when an `or` is false.
-        if Polarity.UNAVAILABLE in known:
-            return Polarity.UNAVAILABLE
-        return Polarity.AVAILABLE if len(known) == 2 else Polarity.CHOICE
-
-    def _comparison(self, test: cst.Comparison) -> Optional[Polarity]:
-        left = self.definite(test.left)
-        if left is None or len(test.comparisons) != 1:
-            return None
-        target = test.comparisons[0]
-        operator, right = target.operator, target.comparator
-        if isinstance(right, cst.Name) and right.value in ("True", "False"):
-            same = isinstance(operator, (cst.Is, cst.Equal))
-            keeps = same == (right.value == "True")
-            return left if keeps else _FLIPPED[left]
-        count = _integer(right)
-        if count is None:
-            return Polarity.CHOICE
-        return _count_polarity(operator, count)
-
-    def mentions_device(self, test: cst.CSTNode) -> bool:
-        for node in _sub_expressions(test):
-            if isinstance(node, cst.Name) and _FLAG_PATTERN.search(node.value):
-                return True
-            if isinstance(node, cst.SimpleString) and _FLAG_PATTERN.search(node.value):
-                return True
-            if isinstance(node, cst.FormattedStringText) and _FLAG_PATTERN.search(node.value):
-                return True
-        return False
-
-    def record_assignment(
-        self, targets: list[cst.BaseExpression], value: cst.BaseExpression
-    ) -> None:
-        polarity = self.definite(value)
-        if polarity is None:
-            return
-        for target in targets:
-            dotted = dotted_name(target)
-            if dotted is not None:
-                self.guard_variables[dotted] = polarity
-
-
-def _count_polarity(operator: cst.BaseCompOp, count: int) -> Polarity:
-    """``device_count() > 0`` means available, ``== 0`` means not."""
-    if isinstance(operator, cst.GreaterThan) and count >= 0:
-        return Polarity.AVAILABLE
-    if isinstance(operator, (cst.GreaterThanEqual, cst.Equal)) and count >= 1:
-        return Polarity.AVAILABLE
-    if isinstance(operator, cst.NotEqual) and count == 0:
-        return Polarity.AVAILABLE
-    if isinstance(operator, cst.Equal) and count == 0:
-        return Polarity.UNAVAILABLE
-    if isinstance(operator, cst.LessThan) and count <= 1:
-        return Polarity.UNAVAILABLE
-    if isinstance(operator, cst.LessThanEqual) and count <= 0:
-        return Polarity.UNAVAILABLE
-    return Polarity.CHOICE
-
-
-def suite_exits(suite: cst.BaseSuite) -> bool:
-    """Whether a block always leaves: raise, return, continue, break, sys.exit, pytest.skip."""
-    body = suite.body
-    if not body:
-        return False
-    last = body[-1]
-    if isinstance(last, cst.SimpleStatementLine):
-        statements: tuple[cst.CSTNode, ...] = tuple(last.body)
-    elif isinstance(last, (cst.BaseSmallStatement,)):
-        statements = (last,)
-    else:
-        return False
-    final = statements[-1]
-    if isinstance(final, (cst.Raise, cst.Return, cst.Continue, cst.Break)):
-        return True
-    if isinstance(final, cst.Expr) and isinstance(final.value, cst.Call):
-        callee = dotted_name(final.value.func)
-        return callee is not None and callee.rsplit(".", 1)[-1] in _EXIT_CALLS
-    return False
-
+# Re-exported: rules and the engine ask this module.
+__all__ = [
+    "AVAILABILITY_CHECKS",
+    "ConditionClassifier",
+    "Cover",
+    "GuardTracker",
+    "Polarity",
+    "checks_availability",
+    "expects_error",
+    "expects_error_in_syntax",
+    "suite_exits",
+]
 
 _RAISES_CONTEXTS = frozenset(
     {"pytest.raises", "assertRaises", "assertRaisesRegex", "assertRaisesRegexp"}
@@ -224,66 +87,51 @@ def _catches_errors(node: cst.Try) -> bool:
     for handler in node.handlers:
         if handler.type is None:
             return True
-        for part in _sub_expressions(handler.type):
-            if isinstance(part, cst.Name) and part.value in _CATCHING_ERRORS:
+        for part in sub_expressions(handler.type):
+            if isinstance(part, cst.Name) and part.value in CATCHING_ERRORS:
                 return True
     return False
 
 
 _BLOCKS = frozenset({cst.Module, cst.IndentedBlock, cst.SimpleStatementSuite})
-_SETUP_METHODS = frozenset({"setUp", "setUpClass", "setup_method", "setup_class"})
-
-
-def _is_gpu_only_definition(
-    node: Union[cst.FunctionDef, cst.ClassDef], classifier: ConditionClassifier
-) -> bool:
-    """A GPU-only test (``@skipIf(not cuda)``, ``@requires_cuda``) or a ``*_cuda``/``*gpu*``
-    helper. A test's name is no guard: ``test_forward_cuda`` with no skip marker is exactly
-    what fails on a CPU-only CI runner."""
-    name = node.name.value
-    # `get_device()` is where a device gets chosen, not GPU-only code: only the name test skips it.
-    named_for_gpu = bool(_FLAG_PATTERN.search(name)) and "device" not in name.lower()
-    if named_for_gpu and not name.startswith(("__", "test", "Test")):
-        return True
-    return any(classifier.mentions_device(decorator) for decorator in node.decorators)
-
-
-def _setup_skips_without_cuda(node: cst.ClassDef, classifier: ConditionClassifier) -> bool:
-    """A test class whose ``setUp`` skips (or fails) when CUDA is missing."""
-    for statement in node.body.body:
-        if not isinstance(statement, cst.FunctionDef) or statement.name.value not in _SETUP_METHODS:
-            continue
-        for inner in statement.body.body:
-            if not isinstance(inner, cst.If) or not suite_exits(inner.body):
-                continue
-            if classifier.classify(inner.test) in (Polarity.UNAVAILABLE, Polarity.CHOICE):
-                return True
-    return False
 
 
 class GuardTracker:
-    """Keeps, during one traversal, the count of guards around the current node."""
+    """Keeps, during one traversal, the count of guards around the current node: every guard,
+    and those that promise several GPUs (which a hard-coded GPU index 1 or more needs)."""
 
     def __init__(self, classifier: ConditionClassifier) -> None:
         self.classifier = classifier
+        self.markers = MarkerReader(classifier)
         self._depth = 0
-        # Guards that hold for the rest of a block (after an early exit), one entry per open block.
-        self._block_guards: list[int] = []
+        self._several_depth = 0
+        # Guards that hold for the rest of a block (after an early exit), one entry per open
+        # block: [every guard, guards promising several GPUs].
+        self._block_guards: list[list[int]] = []
         self._polarities: dict[int, Optional[Polarity]] = {}
-        self._gpu_only_classes: set[str] = set()
+        self._gpu_only_classes: dict[str, Cover] = {}
 
     @property
     def guarded(self) -> bool:
+        """Whether code here runs only where CUDA is there (or the user chose the device)."""
         return self._depth > 0
+
+    @property
+    def guarded_for_several_gpus(self) -> bool:
+        """Whether code here runs only where two or more GPUs are there (or the user chose)."""
+        return self._several_depth > 0
 
     # Exact types below: faster than isinstance (ABCMeta), and LibCST's classes are final.
     def enter(self, node: cst.CSTNode) -> None:
         kind = type(node)
         if kind in _BLOCKS:
-            self._block_guards.append(0)
+            self._block_guards.append([0, 0])
+            if kind is cst.Module:
+                self.markers.find_fixtures(node.body)  # type: ignore[attr-defined]
         elif kind is cst.ClassDef:
-            if self._class_is_gpu_only(node):  # type: ignore[arg-type]
-                self._gpu_only_classes.add(node.name.value)  # type: ignore[attr-defined]
+            cover = self._class_cover(node)  # type: ignore[arg-type]
+            if cover is not None:
+                self._gpu_only_classes[node.name.value] = cover  # type: ignore[attr-defined]
         elif kind is cst.If or kind is cst.IfExp:
             self._polarities[id(node)] = self.classifier.classify(node.test)  # type: ignore[attr-defined]
         elif kind is cst.BooleanOperation:
@@ -292,33 +140,39 @@ class GuardTracker:
     def leave(self, node: cst.CSTNode) -> None:
         kind = type(node)
         if kind in _BLOCKS:
-            self._depth -= self._block_guards.pop()
+            every, several = self._block_guards.pop()
+            self._depth -= every
+            self._several_depth -= several
         elif kind is cst.If:
-            if self._exits_without_cuda(node):  # type: ignore[arg-type]
-                self._guard_rest_of_block()
+            self._guard_rest_of_block(self._exit_cover(node))  # type: ignore[arg-type]
             self._polarities.pop(id(node), None)
         elif kind is cst.IfExp or kind is cst.BooleanOperation:
             self._polarities.pop(id(node), None)
         elif isinstance(node, cst.Assert):
-            if self.classifier.classify(node.test) in (Polarity.AVAILABLE, Polarity.CHOICE):
-                self._guard_rest_of_block()
+            self._guard_rest_of_block(true_cover(self.classifier.classify(node.test)))
         elif isinstance(node, cst.Assign):
-            self.classifier.record_assignment([t.target for t in node.targets], node.value)
-            marks = any(dotted_name(t.target) == "pytestmark" for t in node.targets)
-            if marks and self.classifier.mentions_device(node.value):
-                self._guard_rest_of_block()
+            targets: list[cst.BaseExpression] = [t.target for t in node.targets]
+            self.classifier.record_assignment(targets, node.value)
+            self.markers.record_marker(targets, node.value)
+            if any(dotted_name(target) == "pytestmark" for target in targets):
+                self._guard_rest_of_block(self.markers.marker_cover(node.value))
         elif isinstance(node, cst.AnnAssign) and node.value is not None:
             self.classifier.record_assignment([node.target], node.value)
+            self.markers.record_marker([node.target], node.value)
 
     def enter_attribute(self, node: cst.CSTNode, attribute: str) -> None:
-        if self._guards_attribute(node, attribute):
+        cover = self._attribute_cover(node, attribute)
+        if cover is not None:
             self._depth += 1
+            self._several_depth += cover is Cover.SEVERAL
 
     def leave_attribute(self, node: cst.CSTNode, attribute: str) -> None:
-        if self._guards_attribute(node, attribute):
+        cover = self._attribute_cover(node, attribute)
+        if cover is not None:
             self._depth -= 1
+            self._several_depth -= cover is Cover.SEVERAL
 
-    # The attributes `_guards_attribute` can answer yes for: traversals announce only these.
+    # The attributes `_attribute_cover` can answer for: traversals announce only these.
     ATTRIBUTES: ClassVar[dict[type, frozenset[str]]] = {
         cst.If: frozenset({"body", "orelse"}),
         cst.IfExp: frozenset({"body", "orelse"}),
@@ -326,46 +180,54 @@ class GuardTracker:
         cst.FunctionDef: frozenset({"body"}),
         cst.ClassDef: frozenset({"body"}),
         cst.Try: frozenset({"body"}),
+        cst.Call: frozenset({"args"}),
     }
 
-    def _guards_attribute(self, node: cst.CSTNode, attribute: str) -> bool:
-        if isinstance(node, (cst.If, cst.IfExp)):
+    def _attribute_cover(self, node: cst.CSTNode, attribute: str) -> Optional[Cover]:
+        kind = type(node)
+        if kind is cst.Call:  # the most frequent: `param_cover` rejects most calls at once
+            return self.markers.param_cover(node)  # type: ignore[arg-type]
+        if kind is cst.If or kind is cst.IfExp:
             polarity = self._polarities.get(id(node))
             if attribute == "body":
-                return polarity in (Polarity.AVAILABLE, Polarity.CHOICE)
-            if attribute == "orelse":
-                return polarity in (Polarity.UNAVAILABLE, Polarity.CHOICE)
-            return False
-        if isinstance(node, cst.BooleanOperation) and attribute == "right":
+                return true_cover(polarity)
+            return false_cover(polarity) if attribute == "orelse" else None
+        if kind is cst.BooleanOperation:
             polarity = self._polarities.get(id(node))
-            if isinstance(node.operator, cst.And):
-                return polarity in (Polarity.AVAILABLE, Polarity.CHOICE)
-            return polarity in (Polarity.UNAVAILABLE, Polarity.CHOICE)
-        if isinstance(node, cst.FunctionDef) and attribute == "body":
-            return _is_gpu_only_definition(node, self.classifier)
-        if isinstance(node, cst.ClassDef) and attribute == "body":
-            return node.name.value in self._gpu_only_classes
-        if isinstance(node, cst.Try) and attribute == "body":
-            return _catches_errors(node)
-        return False
+            if isinstance(node.operator, cst.And):  # type: ignore[attr-defined]
+                return true_cover(polarity)
+            return false_cover(polarity)
+        if kind is cst.FunctionDef:
+            return self.markers.definition_cover(node)  # type: ignore[arg-type]
+        if kind is cst.ClassDef:
+            return self._gpu_only_classes.get(node.name.value)  # type: ignore[attr-defined]
+        if kind is cst.Try:
+            return Cover.SEVERAL if _catches_errors(node) else None  # type: ignore[arg-type]
+        return None
 
-    def _class_is_gpu_only(self, node: cst.ClassDef) -> bool:
+    def _class_cover(self, node: cst.ClassDef) -> Optional[Cover]:
         """Decorated or named for the GPU, skipping in ``setUp``, or derived from such a class."""
-        if _is_gpu_only_definition(node, self.classifier):
-            return True
-        if _setup_skips_without_cuda(node, self.classifier):
-            return True
-        return any(dotted_name(base.value) in self._gpu_only_classes for base in node.bases)
+        return widest(
+            [
+                self.markers.definition_cover(node),
+                setup_skips_without_cuda(node, self.classifier),
+                *(self._gpu_only_classes.get(dotted_name(base.value) or "") for base in node.bases),
+            ]
+        )
 
-    def _exits_without_cuda(self, node: cst.If) -> bool:
+    def _exit_cover(self, node: cst.If) -> Optional[Cover]:
+        """What the rest of the block can count on after ``if <no GPU>: return``."""
         polarity = self._polarities.get(id(node))
-        if polarity in (Polarity.UNAVAILABLE, Polarity.CHOICE) and suite_exits(node.body):
-            return True
-        if polarity is Polarity.AVAILABLE and isinstance(node.orelse, cst.Else):
-            return suite_exits(node.orelse.body)
-        return False
+        if suite_exits(node.body):
+            return false_cover(polarity)
+        if isinstance(node.orelse, cst.Else) and suite_exits(node.orelse.body):
+            return true_cover(polarity)
+        return None
 
-    def _guard_rest_of_block(self) -> None:
-        if self._block_guards:
-            self._block_guards[-1] += 1
+    def _guard_rest_of_block(self, cover: Optional[Cover]) -> None:
+        if cover is not None and self._block_guards:
+            self._block_guards[-1][0] += 1
             self._depth += 1
+            if cover is Cover.SEVERAL:
+                self._block_guards[-1][1] += 1
+                self._several_depth += 1

@@ -29,8 +29,17 @@ class HardcodedDeviceOrdinal(Rule):
     Flags a GPU index of 1 or more written into a move or an allocation:
     `.to("cuda:1")`, `.cuda(1)`, `.to(torch.device("cuda", 1))`,
     `device="cuda:2"`, `torch.cuda.set_device(1)`, outside code guarded by a
-    device check. A `torch.device("cuda", 1)` object on its own (compared in a
-    test, passed to a mock) allocates nothing and is not flagged.
+    check for several GPUs. A `torch.device("cuda", 1)` object on its own
+    (compared in a test, passed to a mock) allocates nothing and is not flagged.
+
+    `if torch.cuda.is_available():` promises one GPU, not two: an index of 1 or
+    more under it (or under `@skipIf(not torch.cuda.is_available())`) is still
+    flagged. A `device_count()` check covers it: `if torch.cuda.device_count() > 1:`
+    (or `>= 2`), an early exit `if torch.cuda.device_count() < 2: return`, an
+    `assert`, a `skipIf(torch.cuda.device_count() < 2)` marker on the test or its
+    class, or a flag computed from such a check. A device flag the user controls
+    (`if args.n_gpu > 1:`) or an unknown GPU-only marker (`@RunIf(min_cuda_gpus=2)`)
+    counts as the user's deliberate choice.
 
     ## Why is this bad?
     On a machine with fewer GPUs (a laptop, a single-GPU CI runner) the code
@@ -68,6 +77,21 @@ class HardcodedDeviceOrdinal(Rule):
         "import torch\ntorch.cuda.set_device(local_rank)",
         "import torch\nassert strategy.root_device == torch.device('cuda', 2)",
         "import torch\nexpected = [torch.device('cuda:1')]",
+        "import torch\nif torch.cuda.device_count() >= 2:\n    y = y.cuda(1)",
+        "import torch\nmulti_gpu = torch.cuda.device_count() > 1\nif multi_gpu:\n    y = y.cuda(1)",
+        "import torch\ndef f(x):\n    if torch.cuda.device_count() < 2:\n        return x\n"
+        "    return x.to('cuda:1')",
+        "import torch\nassert torch.cuda.device_count() > 1\nx = x.to('cuda:1')",
+        "import pytest, torch\n"
+        "@pytest.mark.skipif(torch.cuda.device_count() < 2, reason='needs 2 GPUs')\n"
+        "def test_peer():\n    torch.zeros(2, device='cuda:1')",
+        "import unittest, torch\n"
+        "@unittest.skipUnless(torch.cuda.device_count() > 1, 'needs 2 GPUs')\n"
+        "class TestPeer(unittest.TestCase):\n"
+        "    def test_copy(self):\n        torch.ones(1).cuda(1)",
+        "import torch\nif args.n_gpu > 1:\n    x = x.cuda(1)",
+        "@RunIf(min_cuda_gpus=2)\ndef test_peer():\n    x = x.cuda(1)",
+        "import torch\nif torch.cuda.is_available():\n    x = x.to('cuda:0')",
     )
     INVALID = (
         Invalid("x = x.to('cuda:1')", 1, 10, '`"cuda:1"`'),
@@ -76,19 +100,44 @@ class HardcodedDeviceOrdinal(Rule):
         Invalid("import torch\nx = torch.ones(2, device=torch.device('cuda:2'))", 2, 39),
         Invalid("import torch\nx = torch.zeros(3, device='cuda:3')", 2, 27),
         Invalid("import torch\ntorch.cuda.set_device(1)", 2, 23),
+        Invalid(
+            "import torch\nif torch.cuda.is_available():\n    x = x.to('cuda:1')",
+            3,
+            14,
+            "promises one GPU",
+        ),
+        Invalid("import torch\nif torch.cuda.device_count() > 0:\n    x = x.cuda(1)", 3, 16),
+        Invalid("import torch\nassert torch.cuda.is_available()\nx = x.cuda(2)", 3, 12),
+        Invalid(
+            "import pytest, torch\n"
+            "@pytest.mark.skipif(not torch.cuda.is_available(), reason='gpu')\n"
+            "def test_peer():\n    torch.zeros(2, device='cuda:1')",
+            4,
+            27,
+        ),
+        Invalid(
+            "import torch\ndef f(x):\n    if not torch.cuda.is_available():\n        return x\n"
+            "    return x.to('cuda:1')",
+            5,
+            17,
+        ),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.context.guards.guarded:
+        # `is_available()` promises one GPU: only a check for several covers an index of 1 or more.
+        if self.context.guards.guarded_for_several_gpus:
             return
+        # Under `if torch.cuda.is_available():` the index still needs more GPUs than that promises.
+        guarded = self.context.guards.guarded
         for literal in self._ordinal_literals(node):
             ordinal = _ordinal(literal)
             if ordinal is not None and ordinal >= 1:
+                promise = " (the availability check around it promises one GPU)" if guarded else ""
                 self.report(
                     literal,
-                    f'`"cuda:{ordinal}"` hard-codes GPU {ordinal}: on a machine with fewer GPUs '
-                    'this fails with "invalid device ordinal"; take the device from the caller '
-                    "(an argument, `LOCAL_RANK`, or `CUDA_VISIBLE_DEVICES`)",
+                    f'`"cuda:{ordinal}"` hard-codes GPU {ordinal}: on a machine with fewer GPUs'
+                    f'{promise} this fails with "invalid device ordinal"; take the device from '
+                    "the caller (an argument, `LOCAL_RANK`, or `CUDA_VISIBLE_DEVICES`)",
                 )
 
     def _ordinal_literals(self, node: cst.Call) -> list[cst.BaseExpression]:

@@ -2,8 +2,9 @@ from __future__ import annotations
 
 import libcst as cst
 
+from devlint.analysis.checkpoints import CheckpointEvidence
 from devlint.analysis.devices import argument, has_star_kwargs
-from devlint.context import NodeEdit, RawFix
+from devlint.context import FileContext, NodeEdit, RawFix
 from devlint.diagnostics import Applicability
 from devlint.rules.base import Invalid, Rule
 
@@ -12,7 +13,40 @@ class LoadWithoutMapLocation(Rule):
     """
     ## What it does
     Flags `torch.load(...)` called without `map_location` (or with
-    `map_location=None`), outside code guarded by a CUDA availability check.
+    `map_location=None`), outside code guarded by a CUDA availability check,
+    where the loaded object can hold GPU tensors.
+
+    Which loads can: the rule fires unless the file shows that what it loads is
+    safe, and names the evidence when it shows a checkpoint:
+
+    - **A checkpoint** (fires, saying why): the result goes into
+      `load_state_dict`, is read with a checkpoint key (`"model"`, `"optimizer"`,
+      `"state_dict"`, `"model_state_dict"`...), or this file saves the same path
+      from a state dict or from a function that moves things to a device.
+    - **No evidence either way** (fires): a path from the command line, a
+      helper's parameter. The classic failure is exactly this: a checkpoint
+      trained on a GPU machine, loaded by code that shows no device at all (CPU
+      inference, a notebook on a laptop). Nothing in the loading file can tell
+      that apart from a safe file, so the hazard stands.
+    - **Saved by the same function, before the load** (silent):
+      `torch.save(x, buffer)` then `torch.load(buffer)`, a byte-buffer round trip
+      (`torch.load(io.BytesIO(buffer.getvalue()))`), a temporary file written
+      and read back. One process on one machine: the devices it saved from exist.
+    - **Saved by this file from CPU values** (silent): another function of the
+      file saves the same path (`torch.save(self.collate(data_list),
+      self.processed_paths[0])`) from values that show no device: no
+      `.state_dict()`, `.cuda()`, `.to()` or `device=`, in a function that moves
+      nothing to a device, and not a value its caller passed in (that says
+      nothing of where the caller's tensors live). A processed dataset file.
+      Not when the loading function takes the path from its caller: that may
+      name any file.
+
+    Paths match by how they are written (`path`, `tmp.name` as `tmp`,
+    `open(path, "wb")` as `path`, `self.processed_paths[0]`), never by guessing
+    what a string holds. Across functions only a path that names one file
+    everywhere matches: one built from literals, `self` attributes and
+    module-level names (a local `ckpt_path` of another function is another
+    file).
 
     ## Why is this bad?
     `torch.load` restores each tensor on the device it was saved from. A
@@ -51,6 +85,26 @@ class LoadWithoutMapLocation(Rule):
         "import json\nstate = json.load(f)",
         "import torch\nif torch.cuda.is_available():\n    state = torch.load('ckpt.pt')",
         "import torch\nstate = torch.jit.load('model.pt', map_location='cpu')",
+        # A round trip in one function: saved and loaded by one process.
+        "import io, torch\ndef reload(model):\n    buffer = io.BytesIO()\n"
+        "    torch.save(model.state_dict(), buffer)\n    buffer.seek(0)\n"
+        "    return torch.load(buffer)",
+        "import io, torch\ndef reload(x):\n    b = io.BytesIO()\n    torch.save(x, b)\n"
+        "    data = b.getvalue()\n    return torch.load(io.BytesIO(data))",
+        "import torch\ndef test_save(tmp):\n    torch.save(torch.ones(2).cuda(), tmp.name)\n"
+        "    assert torch.load(tmp).sum() == 2",
+        # A processed dataset file the same file writes from CPU values.
+        "import os, torch\nCACHE = os.path.join('data', 'rows.pt')\n"
+        "def cache():\n    torch.save([torch.zeros(2)], CACHE)\n"
+        "def restore():\n    return torch.load(CACHE)",
+        "import torch\ndef cache():\n    with open('rows.pt', 'wb') as f:\n"
+        "        torch.save([torch.zeros(2)], f)\n"
+        "def restore():\n    with open(\"rows.pt\", 'rb') as f:\n        return torch.load(f)",
+        "import torch\nclass Graphs:\n    def process(self):\n"
+        "        data_list = [torch.zeros(2)]\n"
+        "        torch.save(self.collate(data_list), self.processed_paths[0])\n"
+        "    def load(self):\n"
+        "        self.data, self.slices = torch.load(self.processed_paths[0])",
     )
     INVALID = (
         Invalid("import torch\nstate = torch.load('ckpt.pt')", 2, 9, "map_location"),
@@ -66,8 +120,104 @@ class LoadWithoutMapLocation(Rule):
             9,
             fixed='from torch import load\nstate = load(f, map_location="cpu")',
         ),
-        Invalid("import torch as th\nm.load_state_dict(th.load(p, weights_only=True))", 2, 19),
+        Invalid(
+            "import torch as th\nm.load_state_dict(th.load(p, weights_only=True))",
+            2,
+            19,
+            "goes into `load_state_dict`",
+        ),
+        Invalid(
+            "import torch\ndef resume(model, path):\n    ckpt = torch.load(path)\n"
+            "    model.load_state_dict(ckpt['model_state_dict'])",
+            3,
+            12,
+            "goes into `load_state_dict`",
+        ),
+        Invalid(
+            "import torch\ndef resume(path):\n    ckpt = torch.load(path)\n"
+            "    return ckpt['optimizer']",
+            3,
+            12,
+            'checkpoint key "optimizer"',
+        ),
+        # The file saves the path from a moved model's state dict.
+        Invalid(
+            "import torch\nCKPT = 'model.pt'\ndef train(model):\n    model.cuda()\n"
+            "    torch.save(model.state_dict(), CKPT)\n"
+            "def evaluate():\n    weights = torch.load(CKPT)\n    return weights",
+            7,
+            15,
+            "this file saves it from `model.state_dict()`",
+        ),
+        # Saved by a helper from what its caller passed: that says nothing of the device.
+        Invalid(
+            "import torch\ndef save(obj, path):\n    torch.save(obj, path)\n"
+            "def load(path):\n    return torch.load(path)",
+            5,
+            12,
+        ),
+        # `f` stands for a different file in each function.
+        Invalid(
+            "import torch\ndef cache(rows):\n    with open('rows.pt', 'wb') as f:\n"
+            "        torch.save([1, 2], f)\n"
+            "def restore():\n    with open('model.pt', 'rb') as f:\n        return torch.load(f)",
+            7,
+            16,
+        ),
+        # The caller chooses the path: it may name any file, whatever this file saves there.
+        Invalid(
+            "import torch\ndef export(path):\n    sd = {'w': torch.zeros(2)}\n"
+            "    torch.save(sd, path)\n"
+            "def convert(path):\n    return torch.load(path)",
+            6,
+            12,
+        ),
+        # Saved back after the load (a checkpoint upgraded in place): no round trip.
+        Invalid(
+            "import torch\ndef upgrade(files):\n    for file in files:\n"
+            "        checkpoint = torch.load(file)\n        torch.save(checkpoint, file)",
+            4,
+            22,
+        ),
+        # The folder comes from the caller: any folder, whatever `save` wrote.
+        Invalid(
+            "import os, torch\nclass Codebook:\n"
+            "    def save(self, path):\n"
+            "        torch.save(self.centroids, os.path.join(path, 'centroids.pth'))\n"
+            "    def load(self, path):\n"
+            "        self.centroids = torch.load(os.path.join(path, 'centroids.pth'))",
+            6,
+            26,
+        ),
+        # A local name of another function is another file.
+        Invalid(
+            "import torch\ndef edit(trainer):\n    ckpt_path = trainer.best_path\n"
+            "    torch.save({'epoch': 1}, ckpt_path)\n"
+            "def check(trainer):\n    ckpt_path = trainer.last_path\n"
+            "    return torch.load(ckpt_path)",
+            7,
+            12,
+        ),
+        # Another file in the same folder is no round trip.
+        Invalid(
+            "import os, torch\ndef convert(root):\n"
+            "    torch.save(torch.zeros(2), os.path.join(root, 'a.pt'))\n"
+            "    return torch.load(os.path.join(root, 'b.pt'))",
+            4,
+            12,
+        ),
+        # A byte buffer from elsewhere (an archive, the network) is no round trip.
+        Invalid(
+            "import io, torch\ndef read(weight_bytes):\n"
+            "    return torch.load(io.BytesIO(weight_bytes))",
+            3,
+            12,
+        ),
     )
+
+    def begin_file(self, context: FileContext) -> None:
+        super().begin_file(context)
+        self._evidence = CheckpointEvidence(context.module, context.names)
 
     def visit_Call(self, node: cst.Call) -> None:
         if self.context.names.qualified_name(node.func) != "torch.load":
@@ -81,6 +231,13 @@ class LoadWithoutMapLocation(Rule):
             isinstance(location.value, cst.Name) and location.value.value == "None"
         ):
             return
+        scope = self.context.scopes.current_function() or self.context.module
+        statement = self.context.current_statement()
+        assert statement is None or isinstance(statement, cst.CSTNode)
+        evidence = self._evidence.evidence(node, scope, statement)
+        if evidence.safe is not None:
+            return
+        why = "" if evidence.checkpoint is None else f" ({evidence.checkpoint})"
         if location is not None:
             edit = NodeEdit.replace(location.value, '"cpu"')
         elif node.args:
@@ -93,8 +250,8 @@ class LoadWithoutMapLocation(Rule):
             fix = RawFix(Applicability.UNSAFE, message, (edit,))
         self.report(
             node,
-            f"`{self.context.source_of(node)}` has no `map_location`: a checkpoint saved on a GPU "
-            'fails to load on a machine without one; pass `map_location="cpu"` or the target '
-            "device",
+            f"`{self.context.source_of(node)}` has no `map_location`: a checkpoint{why} saved on "
+            'a GPU fails to load on a machine without one; pass `map_location="cpu"` or the '
+            "target device",
             fix=fix,
         )

@@ -6,9 +6,13 @@ import libcst as cst
 
 from devlint.analysis.device_fix import DeviceChoice, DeviceChooser
 from devlint.analysis.devices import argument, cuda_literal, string_value
+from devlint.analysis.guards import checks_availability
 from devlint.context import FileContext, NodeEdit, RawFix
 from devlint.diagnostics import Applicability
 from devlint.rules.base import Invalid, Rule
+
+# `parser.add_argument(...)` (argparse) and `@click.option(...)`: command-line options.
+_OPTION_METHODS = frozenset({"add_argument", "option"})
 
 
 class UnguardedCuda(Rule):
@@ -16,7 +20,9 @@ class UnguardedCuda(Rule):
     ## What it does
     Flags code that puts something on CUDA with no availability check around it:
     `.cuda()`, `.to("cuda")`, `.to("cuda:0")`, `torch.device("cuda")` and
-    `device="cuda"` arguments.
+    `device="cuda"` arguments, and a command-line device option whose default is
+    CUDA (`parser.add_argument("--device", default="cuda")`, `"cuda:0"`, or a
+    `click.option`) in a file that never checks whether CUDA is there.
 
     ## Why is this bad?
     On a machine without a GPU (a CPU-only CI runner, a colleague's laptop) the
@@ -27,8 +33,15 @@ class UnguardedCuda(Rule):
     of a negated test), a flag computed from it (`use_gpu = ...`, then
     `if use_gpu:`), a device flag the user controls (`if args.cuda:`), an early
     exit (`if not torch.cuda.is_available(): return`), an `assert`, a ternary,
-    a GPU-only test decorator or `pytestmark`, and a `try` that catches the
-    error. A device held in a variable, `x.to(device)`, is never flagged.
+    a GPU-only test decorator or `pytestmark` (on the test or on its class,
+    `@pytest.mark.skipif(...)`, `@unittest.skipIf`/`skipUnless`, or a marker kept
+    in a variable such as `requires_gpu = pytest.mark.skipif(...)`), the
+    `marks=` of a `pytest.param(...)` for the values of that case, a fixture
+    that calls `pytest.skip` without CUDA and that the test takes as a
+    parameter (or names in `usefixtures`), and a `try` that catches the error.
+    A test's name is no guard: `def test_forward_cuda():` with no marker is
+    exactly what fails on a CPU-only CI runner. A device held in a variable,
+    `x.to(device)`, is never flagged.
 
     ## Example
     ```python
@@ -66,6 +79,9 @@ class UnguardedCuda(Rule):
     older, set by `accelerators = "cuda"`, or where the file uses float64 (which MPS
     lacks). `.cuda(i)` and `"cuda:N"` keep their index under a CUDA guard: safe
     fixes.
+    An option's default `"cuda"` becomes
+    `"cuda" if torch.cuda.is_available() else "cpu"` (safe; with no `torch`
+    imported there is no fix).
     """
 
     code = "DEV001"
@@ -126,6 +142,40 @@ class UnguardedCuda(Rule):
         "    def __init__(self):\n        self.use_cuda = torch.cuda.is_available()\n"
         "    def step(self, x):\n"
         "        if self.use_cuda:\n            x = x.cuda()\n        return x",
+        "import pytest, torch\n"
+        "@pytest.mark.parametrize('device', ['cpu', pytest.param(torch.device('cuda'), "
+        "marks=pytest.mark.skipif(not torch.cuda.is_available(), reason='gpu'))])\n"
+        "def test_move(device):\n    pass",
+        "import pytest, torch\n"
+        "CASES = [pytest.param(torch.device('cuda'), marks=[pytest.mark.slow, "
+        "pytest.mark.skipif(not torch.cuda.is_available(), reason='gpu')])]",
+        "import pytest, torch\n"
+        "needs_hw = pytest.mark.skipif(not torch.cuda.is_available(), reason='gpu')\n"
+        "CASES = [pytest.param(torch.device('cuda'), marks=needs_hw)]\n"
+        "@needs_hw\ndef test_move():\n    torch.ones(1).cuda()",
+        "import pytest, torch\n"
+        "@pytest.mark.skipif(not torch.cuda.is_available(), reason='gpu')\n"
+        "class TestMoves:\n    def test_move(self):\n        torch.ones(1).cuda()",
+        "import unittest, torch\n"
+        "@unittest.skipUnless(torch.cuda.is_available(), 'needs a GPU')\n"
+        "class TestMoves(unittest.TestCase):\n    def test_move(self):\n        torch.ones(1).cuda()",
+        "import pytest, torch\n"
+        "@pytest.fixture\ndef hardware():\n"
+        "    if not torch.cuda.is_available():\n        pytest.skip('no GPU')\n    return 0\n"
+        "def test_move(hardware):\n    torch.ones(1).cuda()",
+        "import pytest, torch\n"
+        "@pytest.fixture(name='hw')\ndef hardware_fixture():\n"
+        "    if torch.cuda.device_count() == 0:\n        pytest.skip('no GPU')\n"
+        "@pytest.mark.usefixtures('hw')\ndef test_move():\n    torch.ones(1).cuda()",
+        "import argparse, torch\nparser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--device', default='cuda' if torch.cuda.is_available() else 'cpu')",
+        "import argparse, torch\nparser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--device', default='cuda')\nargs = parser.parse_args()\n"
+        "device = torch.device(args.device if torch.cuda.is_available() else 'cpu')",
+        "import argparse\nparser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--backend', default='cuda')",
+        "import argparse\nparser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--device', default='cpu')",
         "x = torch.zeros(3, device=device)",
         "x = x.to(args.device)",
         "x = x.to('cpu')",
@@ -213,14 +263,67 @@ class UnguardedCuda(Rule):
         ),
         Invalid("xs = map(lambda t: t.cuda(), xs)", 1, 20),
         Invalid("import torch\ndef get_device():\n    return torch.device('cuda')", 3, 12),
+        # A test's name is no guard: this is what fails on a CPU-only CI runner.
+        Invalid("import torch\ndef test_forward_cuda():\n    torch.zeros(2).cuda()", 3, 5),
+        Invalid("import torch\ndef test_gpu_step(model):\n    model.cuda()", 3, 5),
+        Invalid(
+            "import pytest, torch\nCASES = [pytest.param(torch.device('cuda'), id='gpu')]", 2, 23
+        ),
+        Invalid(
+            "import pytest, torch\n"
+            "CASES = [pytest.param(torch.device('cuda'), marks=pytest.mark.slow)]",
+            2,
+            23,
+        ),
+        Invalid(
+            "import pytest, torch\n@pytest.fixture\ndef hardware():\n    return 0\n"
+            "def test_move(hardware):\n    torch.ones(1).cuda()",
+            6,
+            5,
+        ),
+        Invalid(
+            "import pytest, torch\n"
+            "@pytest.mark.skipif(not torch.cuda.is_available(), reason='gpu')\n"
+            "class TestMoves:\n    pass\n"
+            "def test_move():\n    torch.ones(1).cuda()",
+            6,
+            5,
+        ),
+        Invalid(
+            "import argparse, torch\nparser = argparse.ArgumentParser()\n"
+            "parser.add_argument('--device', default='cuda', help='where to train')",
+            3,
+            41,
+            "default `'cuda'` of a device option",
+            fixed="import argparse, torch\nparser = argparse.ArgumentParser()\n"
+            "parser.add_argument('--device', default='cuda' if torch.cuda.is_available() "
+            "else 'cpu', help='where to train')",
+        ),
+        Invalid(
+            "import argparse\nparser = argparse.ArgumentParser()\n"
+            'parser.add_argument("-d", "--eval-device", type=str, default="cuda:0")',
+            3,
+            62,
+            '`"cuda:0"`',
+        ),
+        Invalid(
+            'import click\n@click.option("--device", default="cuda")\ndef main(device):\n    pass',
+            2,
+            35,
+        ),
+        # Fewer than two GPUs includes none.
+        Invalid("import torch\nif torch.cuda.device_count() < 2:\n    x = x.cuda()", 3, 9),
     )
 
     def begin_file(self, context: FileContext) -> None:
         super().begin_file(context)
         self._chooser = DeviceChooser(context)
+        self._checks_availability: Optional[bool] = None
 
     def visit_Call(self, node: cst.Call) -> None:
         if self.context.guards.guarded:
+            return
+        if self._unguarded_option_default(node):
             return
         construct = self._cuda_construct(node)
         if construct is not None:
@@ -242,6 +345,46 @@ class UnguardedCuda(Rule):
                         f"chosen at run time: {self._chooser.advice}",
                         fix=self._literal_fix(arg.value),
                     )
+
+    def _unguarded_option_default(self, node: cst.Call) -> bool:
+        """`parser.add_argument("--device", default="cuda")` in a file that never checks whether
+        CUDA is there: run with no options on a CPU-only machine, the script fails. Reported at
+        the default, once per option."""
+        func = node.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in _OPTION_METHODS:
+            return False
+        default = argument(node, -1, "default")
+        if default is None or string_value(default.value) is None:
+            return False
+        if cuda_literal(default.value) is None or not self._names_device_option(node):
+            return False
+        if self._checks_availability is None:
+            # A check anywhere (`args.device if torch.cuda.is_available() else "cpu"`) may be
+            # what makes the default safe: precision first.
+            self._checks_availability = checks_availability(self.context.module, self.context.names)
+        if self._checks_availability:
+            return False
+        torch = self._torch()
+        fix = None if torch is None else self._guarded_literal_fix(default.value, torch)
+        self.report(
+            default.value,
+            f"the default `{self.context.source_of(default.value)}` of a device option fails on "
+            "a machine without CUDA and nothing checks that CUDA is there; default to "
+            f"`{self.context.source_of(default.value)} if torch.cuda.is_available() else "
+            '"cpu"`',
+            fix=fix,
+        )
+        return True
+
+    @staticmethod
+    def _names_device_option(node: cst.Call) -> bool:
+        """An option whose flags (`--device`, `--train-device`) or `dest=` name a device."""
+        names = [
+            string_value(arg.value)
+            for arg in node.args
+            if arg.keyword is None or arg.keyword.value == "dest"
+        ]
+        return any(name is not None and "device" in name.lower() for name in names)
 
     def _cuda_construct(self, node: cst.Call) -> Optional[str]:
         """How the call is written, when it is one of the CUDA-only constructs."""

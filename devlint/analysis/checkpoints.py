@@ -1,0 +1,317 @@
+"""What a ``torch.load`` reads: a checkpoint that may hold GPU tensors, or data known to be safe.
+
+``torch.load`` without ``map_location`` restores each tensor on the device it was saved
+from. Whether that is a hazard depends on who saved the file and from what, so this module
+gathers the evidence a file holds about one load:
+
+- **Safe, same process**: the same function saved what it loads (``torch.save(x, buffer)``
+  then ``torch.load(buffer)``, a byte-buffer round trip, a temporary file written and read
+  back). Saved and loaded by one process on one machine, the devices exist.
+- **Safe, CPU data**: the same file saves the same path (``self.processed_paths[0]``) from
+  values that show no device (no ``.state_dict()``, ``.cuda()``, ``.to()``, ``device=``, in a
+  function that moves nothing to a device): a processed dataset file.
+- **A checkpoint**: the result reaches ``load_state_dict``, is read with a ``"model"``,
+  ``"optimizer"`` or ``"state_dict"`` key, or the file saves the path from a state dict or
+  from values a device-moving function made.
+
+Paths are matched by how they are written (``tmp``, ``tmp.name``, ``io.BytesIO(data)`` with
+``data = buffer.getvalue()``), never by guessing what a string holds.
+"""
+
+from __future__ import annotations
+
+import builtins
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Optional, Union
+
+import libcst as cst
+
+from devlint.analysis.devices import argument, string_value
+from devlint.analysis.names import ImportMap, dotted_name
+from devlint.traversal import child_nodes, descendants
+
+Scope = Union[cst.Module, cst.FunctionDef]
+_Matcher = Callable[[cst.BaseExpression], bool]
+
+# Keys a training checkpoint is read with: `ckpt["model"]`, `state["optimizer_state_dict"]`.
+CHECKPOINT_KEY = re.compile(r"model|optim|state_dict|net\Z|weights|ema", re.IGNORECASE)
+# Calls that show a value may live on a device, or a function that moves things to one.
+_DEVICE_METHODS = frozenset({"cuda", "to", "state_dict", "parameters", "named_parameters"})
+# Wrappers a path or buffer passes through on its way into `torch.save`/`torch.load`.
+_BUFFER_METHODS = frozenset({"getvalue", "getbuffer", "read", "read_bytes"})
+# Names that mean the same in every function: `open`, `str`, and `self`/`cls` (one object).
+_BUILTINS = frozenset(dir(builtins)) | {"self", "cls"}
+_WRAPPERS = frozenset({"BytesIO", "open", "Path", "str", "fspath", "bytes", "memoryview"})
+
+
+@dataclass(frozen=True)
+class LoadEvidence:
+    """What a file says about one ``torch.load``: ``safe`` explains a silence, ``checkpoint``
+    names what makes the result a checkpoint; both None where the file says nothing."""
+
+    safe: Optional[str] = None
+    checkpoint: Optional[str] = None
+
+
+def _short(module: cst.Module, node: cst.CSTNode) -> str:
+    text = " ".join(module.code_for_node(node).split())
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def source_key(node: cst.BaseExpression, module: cst.Module) -> str:
+    """How a path or buffer is written, with its wrappers taken off: ``tmp.name`` is ``tmp``,
+    ``io.BytesIO(data)`` is ``data``, ``buffer.getvalue()`` is ``buffer``."""
+    if isinstance(node, cst.Call):
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _BUFFER_METHODS:
+            return source_key(func.value, module)
+        wrapper = dotted_name(func)
+        wraps = wrapper is not None and wrapper.rpartition(".")[2] in _WRAPPERS
+        if wraps and node.args and node.args[0].keyword is None and not node.args[0].star:
+            return source_key(node.args[0].value, module)
+    if isinstance(node, cst.Attribute) and node.attr.value == "name":
+        return source_key(node.value, module)
+    dotted = dotted_name(node)
+    if dotted is not None:
+        return dotted
+    text = string_value(node)
+    if text is not None:
+        return repr(text)  # "rows.pt" and 'rows.pt' are one path
+    return "".join(module.code_for_node(node).split())
+
+
+def _method(node: cst.CSTNode) -> Optional[str]:
+    if type(node) is cst.Call and type(node.func) is cst.Attribute:
+        return node.func.attr.value
+    return None
+
+
+def _shows_device(node: cst.CSTNode) -> bool:
+    """A `.cuda()`, `.to()`, `.state_dict()` call or a `device=` argument below ``node``."""
+    for part in descendants(node):
+        if _method(part) in _DEVICE_METHODS:
+            return True
+        if type(part) is cst.Arg and part.keyword is not None and part.keyword.value == "device":
+            return True
+    return False
+
+
+def _passed_in(scope: Scope) -> set[str]:
+    """The parameters of a function other than ``self``/``cls``: what its caller chooses."""
+    if not isinstance(scope, cst.FunctionDef):
+        return set()
+    params = scope.params
+    passed = {
+        param.name.value
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params)
+        if param.name.value not in ("self", "cls")
+    }
+    for extra in (params.star_arg, params.star_kwarg):
+        if isinstance(extra, cst.Param):
+            passed.add(extra.name.value)
+    return passed
+
+
+def _from_caller(value: cst.BaseExpression, scope: Scope) -> bool:
+    """Whether the saved value is (or is made from) a parameter of the saving function:
+    ``def save(obj, path): torch.save(obj, path)`` says nothing of ``obj``."""
+    passed = _passed_in(scope)
+    return any(type(node) is cst.Name and node.value in passed for node in descendants(value))
+
+
+def _root_names(node: cst.CSTNode) -> list[str]:
+    """The names an expression reads (`self` in `self.paths[0]`, not `paths`)."""
+    if isinstance(node, cst.Name):
+        return [node.value]
+    if isinstance(node, cst.Attribute):
+        return _root_names(node.value)
+    return [name for child in child_nodes(node) for name in _root_names(child)]
+
+
+def _bound_names(statement: cst.BaseSmallStatement) -> list[str]:
+    if isinstance(statement, cst.Assign):
+        return [name for target in statement.targets for name in _root_names(target.target)]
+    if isinstance(statement, cst.AnnAssign):
+        return _root_names(statement.target)
+    if isinstance(statement, (cst.Import, cst.ImportFrom)) and not isinstance(
+        statement.names, cst.ImportStar
+    ):
+        return [
+            _root_names(alias.asname.name)[0] if alias.asname else _root_names(alias.name)[0]
+            for alias in statement.names
+        ]
+    return []
+
+
+class CheckpointEvidence:
+    """Answers, for one file, what the file says about each of its ``torch.load`` calls."""
+
+    def __init__(self, module: cst.Module, names: ImportMap) -> None:
+        self._module = module
+        self._names = names
+        # Per file, computed on the first load that needs it: (key, saved value, saving scope).
+        self._saves: Optional[list[tuple[str, cst.BaseExpression, Scope]]] = None
+        # Per scope: `with open(path, "wb") as f` makes `f` stand for `path`.
+        self._aliases: dict[int, dict[str, str]] = {}
+        self._alias_nodes: dict[int, dict[str, cst.BaseExpression]] = {}
+        self._globals: Optional[set[str]] = None
+
+    def evidence(
+        self, load: cst.Call, scope: Scope, statement: Optional[cst.CSTNode]
+    ) -> LoadEvidence:
+        path = argument(load, 0, "f")
+        if path is None:
+            return LoadEvidence()
+        saves = self._file_saves()
+        key = self._resolve(scope, source_key(path.value, self._module))
+        if key in self._round_trip_keys(scope, load):
+            return LoadEvidence(safe="saved by the same function")
+        checkpoint = self._use_as_checkpoint(load, scope, statement)
+        chosen_by_caller = self._chosen_by_caller(path.value, scope)
+        if not self._same_everywhere(path.value, scope):
+            # A local `path` of another function is another file.
+            return LoadEvidence(checkpoint=checkpoint)
+        for saved_key, value, saving_scope in saves:
+            if saved_key != key or saving_scope is scope:
+                continue
+            if _shows_device(value) or _shows_device(saving_scope):
+                return LoadEvidence(checkpoint=checkpoint or self._saved_from(value))
+            if (
+                checkpoint is None
+                and not chosen_by_caller
+                and not _from_caller(value, saving_scope)
+            ):
+                return LoadEvidence(safe="saved by this file from CPU values")
+        return LoadEvidence(checkpoint=checkpoint)
+
+    def _chosen_by_caller(self, path: cst.BaseExpression, scope: Scope) -> bool:
+        """A path made from the loading function's parameters (`os.path.join(path, name)`, or
+        `f` opened from one) may name any file, whatever this file saves there."""
+        if isinstance(path, cst.Name):
+            path = self._alias_nodes.get(id(scope), {}).get(path.value, path)
+        passed = _passed_in(scope)
+        return any(type(node) is cst.Name and node.value in passed for node in descendants(path))
+
+    def _same_everywhere(self, path: cst.BaseExpression, scope: Scope) -> bool:
+        """Whether the path names one file in every function: built from literals, `self`
+        attributes and module-level names only (`self.processed_paths[0]`, `CACHE_FILE`)."""
+        if isinstance(path, cst.Name):
+            path = self._alias_nodes.get(id(scope), {}).get(path.value, path)
+        known = self._module_names() | _BUILTINS
+        return all(name in known for name in _root_names(path))
+
+    def _module_names(self) -> set[str]:
+        """Names bound at module level: definitions, assignments, imports."""
+        if self._globals is None:
+            self._globals = set()
+            for statement in self._module.body:
+                if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+                    self._globals.add(statement.name.value)
+                elif isinstance(statement, cst.SimpleStatementLine):
+                    for small in statement.body:
+                        self._globals.update(_bound_names(small))
+        return self._globals
+
+    def _saved_from(self, value: cst.BaseExpression) -> str:
+        return f"this file saves it from `{_short(self._module, value)}`"
+
+    def _file_saves(self) -> list[tuple[str, cst.BaseExpression, Scope]]:
+        if self._saves is None:
+            self._saves = []
+            self._collect_saves(self._module, self._module)
+        return self._saves
+
+    def _resolve(self, scope: Scope, key: str) -> str:
+        return self._aliases.get(id(scope), {}).get(key, key)
+
+    def _collect_saves(self, node: cst.CSTNode, scope: Scope) -> None:
+        assert self._saves is not None
+        if type(node) is cst.With:
+            aliases = self._aliases.setdefault(id(scope), {})
+            for item in node.items:
+                if item.asname is not None and isinstance(item.asname.name, cst.Name):
+                    aliases[item.asname.name.value] = source_key(item.item, self._module)
+                    nodes = self._alias_nodes.setdefault(id(scope), {})
+                    nodes[item.asname.name.value] = item.item
+        for child in child_nodes(node):
+            if type(child) is cst.FunctionDef:
+                self._collect_saves(child, child)
+                continue
+            if type(child) is cst.Call and self._names.qualified_name(child.func) == "torch.save":
+                value, target = argument(child, 0, "obj"), argument(child, 1, "f")
+                if value is not None and target is not None:
+                    key = self._resolve(scope, source_key(target.value, self._module))
+                    self._saves.append((key, value.value, scope))
+            self._collect_saves(child, scope)
+
+    def _round_trip_keys(self, scope: Scope, load: cst.Call) -> set[str]:
+        """What the function saves into before the load, and names bound from those buffers
+        (``data = buffer.getvalue()``). A save after the load (a checkpoint upgraded in place)
+        is no round trip."""
+        keys: set[str] = set()
+        for node in descendants(scope):
+            if node is load:
+                break
+            if type(node) is cst.Call and self._names.qualified_name(node.func) == "torch.save":
+                target = argument(node, 1, "f")
+                if target is not None:
+                    keys.add(self._resolve(scope, source_key(target.value, self._module)))
+            elif (
+                type(node) is cst.Assign
+                and len(node.targets) == 1
+                and keys
+                and source_key(node.value, self._module) in keys
+            ):
+                keys.add(source_key(node.targets[0].target, self._module))
+        return keys
+
+    def _use_as_checkpoint(
+        self, load: cst.Call, scope: Scope, statement: Optional[cst.CSTNode]
+    ) -> Optional[str]:
+        """How the result is used as a checkpoint: into `load_state_dict`, or read with a
+        checkpoint key; None where nothing shows it."""
+        if statement is None:
+            return None
+        for node in descendants(statement):
+            found = self._checkpoint_use(node, lambda value: value is load)
+            if found is not None:
+                return found
+        result = _assigned_name(statement, load)
+        if result is None:
+            return None
+        for node in descendants(scope):
+            found = self._checkpoint_use(node, lambda value: dotted_name(value) == result)
+            if found is not None:
+                return found
+        return None
+
+    @staticmethod
+    def _checkpoint_use(node: cst.CSTNode, is_result: _Matcher) -> Optional[str]:
+        if type(node) is cst.Call and _method(node) == "load_state_dict":
+            for arg in node.args:
+                value = arg.value
+                if isinstance(value, cst.Subscript):
+                    value = value.value
+                if is_result(value):
+                    return "the result goes into `load_state_dict`"
+        if type(node) is cst.Subscript and is_result(node.value):
+            for element in node.slice:
+                index = element.slice
+                key = string_value(index.value) if isinstance(index, cst.Index) else None
+                if key is not None and CHECKPOINT_KEY.search(key):
+                    return f'the result is read with the checkpoint key "{key}"'
+        return None
+
+
+def _assigned_name(statement: cst.CSTNode, load: cst.Call) -> Optional[str]:
+    """``state`` in ``state = torch.load(...)``."""
+    if type(statement) is not cst.SimpleStatementLine:
+        return None
+    for small in statement.body:
+        if isinstance(small, cst.Assign) and small.value is load and len(small.targets) == 1:
+            return dotted_name(small.targets[0].target)
+        if isinstance(small, cst.AnnAssign) and small.value is load:
+            return dotted_name(small.target)
+    return None
