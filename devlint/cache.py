@@ -252,6 +252,8 @@ def _finding_json(finding: Finding) -> dict[str, Any]:
     }
     if finding.cell is not None:
         item["cell"] = [finding.cell, finding.cell_first_row]
+    if finding.cited:
+        item["cited"] = [[cited.row, cited.column] for cited in finding.cited]
     if finding.fix is not None:
         item["fix"] = {
             "applicability": finding.fix.applicability.value,
@@ -288,6 +290,7 @@ def _finding(path: str, item: Mapping[str, Any]) -> Finding:
         fix=fix,
         cell=cell,
         cell_first_row=first,
+        cited=tuple(_position(cited) for cited in item.get("cited", ())),
     )
 
 

@@ -14,7 +14,16 @@ from tests.helpers import REPO_ROOT
 sys.path.insert(0, str(REPO_ROOT / "bench" / "realbugs"))
 from matching import classify, insertions
 from mine import Case, merge, mine, read_cases, write_cases
-from score import Outcome, Span, codes_at, statement_span, table, tally
+from score import (
+    Outcome,
+    Span,
+    codes_at,
+    codes_citing,
+    sarif_finding,
+    statement_span,
+    table,
+    tally,
+)
 
 
 @pytest.mark.parametrize(
@@ -267,3 +276,33 @@ def test_findings_count_where_they_overlap_the_statement() -> None:
     ]
     assert codes_at(findings, Span(4, 6)) == {"DEV005"}
     assert codes_at(findings, Span(5, 8)) == set()
+
+
+def test_a_finding_citing_the_fixed_statement_counts_as_at_or_citing() -> None:
+    cited = Outcome(_case("factory-device", ["DEV005"]), set(), set(), False, {"DEV005"})
+    other_code = Outcome(_case("factory-device", ["DEV005"]), set(), set(), False, {"DEV007"})
+    assert cited.hit_or_cited and not cited.hit
+    assert not other_code.hit_or_cited
+    tallies = tally([cited, other_code])
+    assert (tallies["all"].hits, tallies["all"].hits_or_cited) == (0, 1)
+    assert table("t", tallies).splitlines()[-1].split()[-1] == "50.0%"
+
+
+def test_sarif_results_read_as_findings_with_their_cited_rows(tmp_path: Path) -> None:
+    result = {
+        "ruleId": "DEV005",
+        "locations": [
+            {
+                "physicalLocation": {
+                    "artifactLocation": {"uri": "pkg/a%20b.py", "uriBaseId": "%SRCROOT%"},
+                    "region": {"startLine": 8, "startColumn": 3, "endLine": 9},
+                }
+            }
+        ],
+        "relatedLocations": [{"physicalLocation": {"region": {"startLine": 7}}}],
+    }
+    path, finding = sarif_finding(result, {"%SRCROOT%": tmp_path.as_uri() + "/"})
+    assert path == (tmp_path / "pkg" / "a b.py").resolve()
+    assert codes_at([finding], Span(9, 9)) == {"DEV005"}
+    assert codes_citing([finding], Span(7, 7)) == {"DEV005"}
+    assert codes_citing([finding], Span(8, 9)) == set()

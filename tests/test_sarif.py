@@ -172,3 +172,31 @@ def test_every_rule_has_a_help_uri_that_the_json_url_shares(tmp_path: Path) -> N
     write(tmp_path, {"pyproject.toml": "[tool.devlint]\n", "a.py": "x.cuda()\n"})
     [finding] = json.loads(run_cli("--format", "json", "a.py", cwd=tmp_path).stdout)
     assert finding["url"] == rule_url("DEV001", "unguarded-cuda")
+
+
+FLOW_SOURCE = """\
+import torch
+from torch import nn
+
+class Masked(nn.Module):
+    def forward(self, tokens, mask=None):
+        if mask is None:
+            mask = torch.ones(tokens.shape[0], tokens.shape[1]).bool()
+        return tokens * mask.unsqueeze(-1)
+"""
+
+
+@pytest.mark.parametrize("cache", ["--no-cache", "--cache-dir=.cache"])
+def test_cited_evidence_becomes_related_locations(
+    tmp_path: Path, schema: dict[str, Any], cache: str
+) -> None:
+    write(tmp_path, {"model.py": FLOW_SOURCE})
+    for _ in range(2):  # the second run reads the cache where there is one
+        log = json.loads(run_cli("--format", "sarif", cache, "model.py", cwd=tmp_path).stdout)
+        _validate(log, schema)
+        [finding] = log["runs"][0]["results"]
+        assert finding["locations"][0]["physicalLocation"]["region"]["startLine"] == 8
+        [related] = finding["relatedLocations"]
+        # The mask is made at line 7: the line the message cites, and the line to fix.
+        assert related["physicalLocation"]["region"] == {"startLine": 7, "startColumn": 20}
+        assert related["physicalLocation"]["artifactLocation"]["uri"] == "model.py"

@@ -11,6 +11,9 @@ tensor made in another), lints each of the two trees in one devlint run, and pri
 - recall (any code): a finding of any device rule there;
 - false alarms: the commit's (fixed) file still has a finding of the category's code on the fixed
   line's statement;
+- at or citing: recall counting also a finding of the category's code elsewhere that cites the
+  fixed statement as its evidence (a tensor made on the CPU there, reported where it meets a
+  tensor on a device: the message points the reader at the line to fix);
 
 per category and overall, for all cases and for the verified ones, then the misses. Figures are
 measurements, not assertions: the test suite checks the arithmetic, never the numbers.
@@ -30,7 +33,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Optional
+from typing import Any, Optional
+from urllib.parse import unquote, urljoin, urlparse
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mine import DEFAULT_OUT, Case, read_cases
@@ -61,10 +65,16 @@ class Outcome:
     codes_before: set[str] = field(default_factory=set)
     codes_after: set[str] = field(default_factory=set)
     missing_file: bool = False
+    # Codes of the parent's findings elsewhere that cite the fixed statement as their evidence.
+    codes_citing_before: set[str] = field(default_factory=set)
 
     @property
     def hit(self) -> bool:
         return bool(self.codes_before & set(self.case.codes))
+
+    @property
+    def hit_or_cited(self) -> bool:
+        return self.hit or bool(self.codes_citing_before & set(self.case.codes))
 
     @property
     def hit_any(self) -> bool:
@@ -81,10 +91,12 @@ class Tally:
     hits: int = 0
     hits_any: int = 0
     false_alarms: int = 0
+    hits_or_cited: int = 0
 
     def add(self, outcome: Outcome) -> None:
         self.cases += 1
         self.hits += outcome.hit
+        self.hits_or_cited += outcome.hit_or_cited
         self.hits_any += outcome.hit_any
         self.false_alarms += outcome.false_alarm
 
@@ -105,13 +117,17 @@ def tally(outcomes: Iterable[Outcome]) -> dict[str, Tally]:
 def table(title: str, tallies: dict[str, Tally]) -> str:
     rows = [
         f"{title}",
-        f"  {'category':16} {'cases':>6} {'recall':>8} {'any code':>9} {'false alarms':>13}",
+        f"  {'category':16} {'cases':>6} {'recall':>8} {'any code':>9} {'false alarms':>13}"
+        f" {'at or citing':>13}",
     ]
     for name in sorted(tallies, key=lambda name: (name == "all", name)):
         counts = tallies[name]
         recall, any_code = rate(counts.hits, counts.cases), rate(counts.hits_any, counts.cases)
         alarms = rate(counts.false_alarms, counts.cases)
-        rows.append(f"  {name:16} {counts.cases:6} {recall:>8} {any_code:>9} {alarms:>13}")
+        citing = rate(counts.hits_or_cited, counts.cases)
+        rows.append(
+            f"  {name:16} {counts.cases:6} {recall:>8} {any_code:>9} {alarms:>13} {citing:>13}"
+        )
     return "\n".join(rows)
 
 
@@ -227,9 +243,10 @@ def extract(cases: Sequence[Case], mirrors: Path, root: Path, scope: str) -> Non
 
 
 def lint(tree: Path, jobs: Optional[int]) -> dict[Path, list[dict[str, object]]]:
-    """devlint's JSON findings for a whole tree, in one run, keyed by resolved file path."""
+    """devlint's findings for a whole tree, in one run, keyed by resolved file path: read from
+    its SARIF report, which also carries the lines each finding cites as evidence."""
     command = [
-        sys.executable, "-m", "devlint.cli", "check", str(tree), "--format", "json",
+        sys.executable, "-m", "devlint.cli", "check", str(tree), "--output-format", "sarif",
         "--no-cache", "--exit-zero", "--no-progress", "--select", "ALL",
     ]  # fmt: skip
     if jobs:
@@ -238,9 +255,35 @@ def lint(tree: Path, jobs: Optional[int]) -> dict[Path, list[dict[str, object]]]
     if completed.returncode != 0:
         raise SystemExit(f"devlint failed on {tree}: {completed.stderr.strip()}")
     findings: dict[Path, list[dict[str, object]]] = defaultdict(list)
-    for finding in json.loads(completed.stdout or "[]"):
-        findings[Path(str(finding["filename"])).resolve()].append(finding)
+    for run in json.loads(completed.stdout)["runs"]:
+        bases = {
+            name: base["uri"] for name, base in run.get("originalUriBaseIds", {}).items()
+        }
+        for result in run["results"]:
+            path, finding = sarif_finding(result, bases)
+            findings[path].append(finding)
     return findings
+
+
+def sarif_finding(
+    result: dict[str, Any], bases: dict[str, str]
+) -> tuple[Path, dict[str, object]]:
+    """One SARIF result as the scorer reads a finding: its code, its rows, the rows it cites."""
+    physical = result["locations"][0]["physicalLocation"]
+    artifact = physical["artifactLocation"]
+    uri = urljoin(bases.get(artifact.get("uriBaseId", ""), ""), artifact["uri"])
+    region = physical.get("region", {})
+    start = int(region.get("startLine", 0))
+    finding: dict[str, object] = {
+        "code": result["ruleId"],
+        "location": {"row": start},
+        "end_location": {"row": int(region.get("endLine", start))},
+        "cited": [
+            int(related["physicalLocation"]["region"]["startLine"])
+            for related in result.get("relatedLocations", ())
+        ],
+    }
+    return Path(unquote(urlparse(uri).path)).resolve(), finding
 
 
 def codes_at(findings: list[dict[str, object]], span: Span) -> set[str]:
@@ -250,6 +293,18 @@ def codes_at(findings: list[dict[str, object]], span: Span) -> set[str]:
         end = finding.get("end_location") or start
         assert isinstance(start, dict) and isinstance(end, dict)
         if span.overlaps(int(start["row"]), int(end["row"])):
+            codes.add(str(finding["code"]))
+    return codes
+
+
+def codes_citing(findings: list[dict[str, object]], span: Span) -> set[str]:
+    """Codes of findings that cite a line of the statement as their evidence: `x` made on the
+    CPU at that line, reported where it meets a tensor on a device."""
+    codes = set()
+    for finding in findings:
+        cited = finding.get("cited") or []
+        assert isinstance(cited, list)
+        if any(span.overlaps(int(row), int(row)) for row in cited):
             codes.add(str(finding["code"]))
     return codes
 
@@ -268,6 +323,7 @@ def score(cases: Sequence[Case], root: Path, jobs: Optional[int]) -> list[Outcom
             codes = codes_at(findings[side].get(path, []), span)
             if side == "before":
                 outcome.codes_before = codes
+                outcome.codes_citing_before = codes_citing(findings[side].get(path, []), span)
             else:
                 outcome.codes_after = codes
         outcomes.append(outcome)

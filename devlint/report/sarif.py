@@ -110,6 +110,20 @@ def _result(finding: Finding) -> dict[str, Any]:
     if finding.cell is not None:
         start = finding.shown(finding.start)
         result["properties"] = {"cell": finding.cell, "row": start.row, "column": start.column}
+    elif finding.cited:
+        # The evidence the message cites (where the tensor was made, where the model moved),
+        # which code scanning shows beside the result.
+        result["relatedLocations"] = [
+            {
+                "id": index,
+                "physicalLocation": {
+                    "artifactLocation": location,
+                    "region": {"startLine": cited.row, "startColumn": cited.column},
+                },
+                "message": {"text": f"cited: line {cited.row}"},
+            }
+            for index, cited in enumerate(finding.cited)
+        ]
     if finding.code in _RULE_INDEX:
         result["ruleIndex"] = _RULE_INDEX[finding.code]
     if finding.fix is not None and finding.fix.edits and finding.cell is None:
