@@ -16,6 +16,7 @@ from devlint.api import lint_paths
 from devlint.complexity import parse_quietly
 from devlint.config import ConfigResolver, RuleSelection
 from devlint.report import RunSummary
+from devlint.torch_floor import DeviceStyle
 
 from .helpers import findings_of, run_cli
 
@@ -89,9 +90,9 @@ def linted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     seen: list[str] = []
     real = parallel.lint_path
 
-    def counting(path: Path, codes: frozenset[str]) -> object:
+    def counting(path: Path, codes: frozenset[str], style: DeviceStyle) -> object:
         seen.append(path.name)
-        return real(path, codes)
+        return real(path, codes, style)
 
     monkeypatch.setattr(parallel, "lint_path", counting)
     return seen
