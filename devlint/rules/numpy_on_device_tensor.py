@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 
 from devlint.analysis.operations import Citations
-from devlint.analysis.prefilter import DEVICE_OR_INPUT_SOURCE
+from devlint.analysis.prefilter import DEVICE_SOURCE
 from devlint.analysis.syntax import has_arguments, method_name
 from devlint.analysis.syntax_screen import SyntaxFacts
 from devlint.analysis.values import Kind, Value, Where, sequence_items
@@ -23,7 +23,8 @@ class NumpyOnDeviceTensor(FlowRule):
     module's output handed to a numpy function is not flagged: a pipeline may
     return numpy images already; `.numpy()` itself proves a tensor. Code that
     prepares CPU data by design (a dataset's methods, collate functions, the
-    helpers of a test module) is left out.
+    helpers of a test module) is left out, and so is a parameter in a file that
+    places nothing on a device: CPU-side code whose callers pass CPU tensors.
 
     ## Why is this bad?
     NumPy arrays live in host memory: on a CUDA tensor `.numpy()` raises "can't
@@ -53,13 +54,17 @@ class NumpyOnDeviceTensor(FlowRule):
     summary = ".numpy() on a tensor that may be on a GPU"
     fixable = True
     trigger_tokens = ("numpy",)
-    required_patterns = (DEVICE_OR_INPUT_SOURCE,)
+    # Only files that place something on a device: code that never does is CPU-side by design,
+    # and its `.numpy()` on a parameter is how its callers use it (they pass CPU tensors).
+    required_patterns = (DEVICE_SOURCE,)
 
     VALID = (
         "import torch\nx = torch.zeros(3).to(device)\na = x.cpu().numpy()",
         "import torch\nx = torch.zeros(3).to(device)\na = x.detach().cpu().numpy()",
         "import torch\nx = torch.zeros(3)\na = x.numpy()",
         "def f(x):\n    return x.tolist()",
+        # a file that places nothing on a device is CPU-side code: its callers pass CPU tensors
+        "import torch\ndef tensor_id(tensor: torch.Tensor):\n    return hash(tensor.numpy().data)",
         "import torch\nclass Pairs(torch.utils.data.Dataset):\n"
         "    def __getitem__(self, i):\n        return self.data[i].numpy()",
         # a type test proves the other branch holds an array
@@ -122,16 +127,19 @@ class NumpyOnDeviceTensor(FlowRule):
         ),
         Invalid(
             "import torch\ndef roc_auc(y_preds: torch.Tensor, y_targets):\n"
-            "    return score(y_targets.numpy(), y_preds.cpu().numpy())",
+            "    return score(y_targets.numpy(), y_preds.cpu().numpy())\n"
+            "metric = EpochMetric(roc_auc, device=device)",
             3,
             18,
             "parameter `y_targets`",
             fixed="import torch\ndef roc_auc(y_preds: torch.Tensor, y_targets):\n"
-            "    return score(y_targets.cpu().numpy(), y_preds.cpu().numpy())",
+            "    return score(y_targets.cpu().numpy(), y_preds.cpu().numpy())\n"
+            "metric = EpochMetric(roc_auc, device=device)",
         ),
         Invalid(
             "import torch\ndef draw(sem_seg):\n    if isinstance(sem_seg, torch.Tensor):\n"
-            "        sem_seg = sem_seg.numpy()\n    return sem_seg",
+            "        sem_seg = sem_seg.numpy()\n    return sem_seg\n"
+            "draw(model(images.to(device)))",
             4,
             19,
             "parameter `sem_seg`",
@@ -154,7 +162,7 @@ class NumpyOnDeviceTensor(FlowRule):
 
     @classmethod
     def may_fire_in(cls, facts: SyntaxFacts) -> bool:
-        return facts.device_source or facts.forward_method or facts.tensor_parameter
+        return facts.device_source
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
