@@ -174,7 +174,12 @@ class Program:
     def _uncut(self, edit: Edit) -> Edit:
         """An edit in the cell's columns; a new line it adds gets the cut indentation back."""
         cut = self.cuts.get(edit.start.row, "")
-        content = edit.content.replace("\n", "\n" + cut) if cut else edit.content
+        if cut and edit.start == edit.end and edit.start.column == 1:
+            # Whole lines inserted before a row: before its cut indentation, each with its own.
+            lines = edit.content.split("\n")
+            content = "\n".join(cut + line if line else line for line in lines)
+            return Edit(edit.start, edit.end, content)
+        content = _recut(edit.content, cut) if cut else edit.content
         return Edit(self.column(edit.start), self.column(edit.end), content)
 
     def cite(self, row: int) -> str:
@@ -189,6 +194,17 @@ class Program:
             return None
         span = self.spans[index]
         return span if row < span.first + span.rows else None
+
+
+def _recut(content: str, cut: str) -> str:
+    """``content``'s new lines with the cut indentation or prompt back, but for blank ones (a
+    blank line stays empty, with no trailing whitespace); the last part runs into the line the
+    edit was made in, which always had it."""
+    first, *rest = content.split("\n")
+    last = len(rest) - 1
+    return first + "".join(
+        "\n" + (cut if part or index == last else "") + part for index, part in enumerate(rest)
+    )
 
 
 def source_lines(source: str) -> list[str]:

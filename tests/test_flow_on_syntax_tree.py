@@ -29,7 +29,7 @@ def test_ranges_over_several_lines_and_line_endings() -> None:
     call = tree.body[1].value  # type: ignore[attr-defined]
     span = SourceText(source).range_of(call)
     assert (span.start.line, span.start.column, span.end.line, span.end.column) == (2, 4, 3, 9)
-    assert SourceText(source).code_of(call) == "f( 'é', x)"
+    assert SourceText(source).code_of(call) == "f('é', x)"  # a multi-line call quoted on one line
     assert SourceText(source).line(4) == "c = 2"
 
 

@@ -362,6 +362,7 @@ def test_a_new_line_a_fix_adds_to_an_indented_cell_keeps_its_indentation(tmp_pat
     fixed = json.loads((tmp_path / "gpu.ipynb").read_text(encoding="utf-8"))["cells"][0]
     assert fixed["source"] == [
         "  import torch\n",
+        "\n",  # a blank line after the imports, with no trailing whitespace
         '  device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n',
         "  m = torch.nn.Linear(2, 2)\n",
         "  m.to(device)\n",
@@ -400,6 +401,7 @@ def test_pasted_prompts_are_cut_as_ipython_cuts_them(tmp_path: Path) -> None:
     fixed = json.loads((tmp_path / "pasted.ipynb").read_text(encoding="utf-8"))["cells"]
     assert fixed[0]["source"] == [
         ">>> import torch\n",
+        "\n",
         '>>> device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n',
         ">>> for i in range(2):\n",
         "...     w = torch.load('w.pt', map_location=\"cpu\")\n",
