@@ -11,14 +11,25 @@ from pathlib import Path
 
 from devlint.diagnostics import PARSE_ERROR_CODE, Finding
 from devlint.engine import RuleSet, lint_source
+from devlint.torch_floor import DEFAULT_STYLE, DeviceStyle, TorchFloor, parse_version
 
 
-def lint_snippet(source: str, codes: Iterable[str], path: str = "example.py") -> list[Finding]:
-    """Findings for a snippet with the given rules (and parse errors) enabled."""
-    rules = RuleSet({*codes, PARSE_ERROR_CODE})
+def lint_snippet(
+    source: str, codes: Iterable[str], path: str = "example.py", torch_floor: str | None = None
+) -> list[Finding]:
+    """Findings for a snippet with the given rules (and parse errors) enabled, in a project
+    whose torch floor is ``torch_floor`` (unknown where None)."""
+    rules = RuleSet({*codes, PARSE_ERROR_CODE}, style=style_for(torch_floor))
     result = lint_source(path, textwrap.dedent(source).encode(), rules)
     assert not result.errors, result.errors
     return result.findings
+
+
+def style_for(torch_floor: str | None) -> DeviceStyle:
+    """The device style of a project declaring ``torch>=torch_floor``."""
+    if torch_floor is None:
+        return DEFAULT_STYLE
+    return DeviceStyle(TorchFloor(parse_version(torch_floor), ""))
 
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

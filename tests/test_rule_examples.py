@@ -10,7 +10,7 @@ from devlint.diagnostics import PARSE_ERROR_CODE
 from devlint.engine import RuleSet
 from devlint.fixing import fix_source
 from devlint.rules import ALL_RULES, Invalid, Rule
-from tests.helpers import lint_snippet
+from tests.helpers import lint_snippet, style_for
 
 VALID_CASES = [
     pytest.param(rule, snippet, id=f"{rule.code}-valid-{index}")
@@ -26,12 +26,12 @@ INVALID_CASES = [
 
 @pytest.mark.parametrize(("rule", "snippet"), VALID_CASES)
 def test_valid_example_is_silent(rule: type[Rule], snippet: str) -> None:
-    assert lint_snippet(snippet, {rule.code}) == []
+    assert lint_snippet(snippet, {rule.code}, torch_floor=rule.example_torch_floor) == []
 
 
 @pytest.mark.parametrize(("rule", "example"), INVALID_CASES)
 def test_invalid_example_fires_once_at_its_position(rule: type[Rule], example: Invalid) -> None:
-    findings = lint_snippet(example.code, {rule.code})
+    findings = lint_snippet(example.code, {rule.code}, torch_floor=rule.example_torch_floor)
     assert [(f.code, f.start.row, f.start.column) for f in findings] == [
         (rule.code, example.line, example.column)
     ]
@@ -50,7 +50,7 @@ FIX_CASES = [
 def test_fix_gives_the_exact_expected_code_once_and_for_all(
     rule: type[Rule], example: Invalid
 ) -> None:
-    rules = RuleSet({rule.code, PARSE_ERROR_CODE})
+    rules = RuleSet({rule.code, PARSE_ERROR_CODE}, style=style_for(rule.example_torch_floor))
     first = fix_source("example.py", example.code.encode(), rules, unsafe=True)
     assert first.error is None
     assert first.fixed == example.fixed

@@ -12,6 +12,7 @@ from devlint.rules.hardcoded_device_ordinal import HardcodedDeviceOrdinal
 from devlint.rules.integer_device import IntegerDevice
 from devlint.rules.load_without_map_location import LoadWithoutMapLocation
 from devlint.rules.missing_device_move import MissingDeviceMove
+from devlint.rules.newer_than_torch_floor import NewerThanTorchFloor
 from devlint.rules.numpy_on_device_tensor import NumpyOnDeviceTensor
 from devlint.rules.optimizer_device_move import OptimizerDeviceMove
 from devlint.rules.parse_error import ParseError
@@ -33,6 +34,7 @@ ALL_RULES: tuple[type[Rule], ...] = (
     LoadWithoutMapLocation,
     TensorAttributeNotBuffer,
     HardcodedDeviceOrdinal,
+    NewerThanTorchFloor,
     IntegerDevice,
     DefaultTensorType,
     UnguardedCudaRuntimeCall,

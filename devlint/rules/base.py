@@ -41,6 +41,8 @@ class Rule:
     # Further text tests, every one of which must match for a finding to be possible (a device
     # move, a tensor factory): where one fails the rule is skipped, and so perhaps the parse.
     required_patterns: ClassVar[tuple[TextTest, ...]] = ()
+    # The project's torch floor the examples are linted under ("2.0"), for rules that read it.
+    example_torch_floor: ClassVar[Optional[str]] = None
     VALID: ClassVar[tuple[str, ...]] = ()
     INVALID: ClassVar[tuple[Invalid, ...]] = ()
 
