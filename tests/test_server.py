@@ -100,7 +100,7 @@ async def test_saved_file_diagnostics_equal_the_cli_json(
 async def test_half_typed_line_gives_dev000_and_the_server_stays_up(
     client: LanguageClient, project: Path
 ) -> None:
-    path = _write(project, "typing.py", "import torch\nx = torch.zeros(2)\n")
+    path = _write(project, "half_typed.py", "import torch\nx = torch.zeros(2)\n")
     uri = open_document(client, path)
     assert await wait_for(client, uri) == []
     replace_text(client, uri, 2, "import torch\nx = torch.zeros(2)\ny = x.cuda(\n")
@@ -342,6 +342,7 @@ async def test_a_notebooks_findings_land_on_their_cells(
     assert await wait_for(client, cell_uris[1]) == []
     assert cell_uris[0] not in client.diagnostics  # a markdown cell is never linted
     result = run_cli("--format", "json", "--no-cache", str(path), cwd=project)
+    assert result.returncode == 1, result.stderr
     expected = [
         (f["cell"], f["code"], f["location"]["row"] - 1, f["location"]["column"] - 1)
         for f in json.loads(result.stdout)
