@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Optional
 
 from devlint.cache import Cache
-from devlint.config import ConfigResolver
+from devlint.config import ConfigResolver, Settings
 from devlint.diagnostics import FileResult, Finding
 from devlint.discovery import iter_python_files
 from devlint.engine import RuleSet, Unreadable, lint_source, unreadable_result, without_fixes
@@ -20,24 +20,30 @@ from devlint.torch_floor import DeviceStyle
 log = logging.getLogger("devlint")
 
 
+RuleSets = dict[tuple[frozenset[str], Optional[frozenset[str]], DeviceStyle], RuleSet]
+
+
+def rule_set_for(settings: Settings, path: Path, built: RuleSets) -> RuleSet:
+    """The rules ``settings`` enable for ``path`` (codes, fixable ones, device style), built
+    once per distinct selection and kept in ``built``."""
+    codes = settings.codes_for(path)
+    fixable = None if settings.fixable >= codes else settings.fixable
+    key = (codes, fixable, settings.device_style)
+    rules = built.get(key)
+    if rules is None:
+        rules = built[key] = RuleSet(codes, fixable, settings.device_style)
+    return rules
+
+
 class Linter:
     """Lints files with the settings that apply to each, building each rule set once."""
 
     def __init__(self, resolver: ConfigResolver) -> None:
         self._resolver = resolver
-        self._rule_sets: dict[
-            tuple[frozenset[str], Optional[frozenset[str]], DeviceStyle], RuleSet
-        ] = {}
+        self._rule_sets: RuleSets = {}
 
     def rules_for(self, path: Path) -> RuleSet:
-        settings = self._resolver.settings_for(path)
-        codes = settings.codes_for(path)
-        fixable = None if settings.fixable >= codes else settings.fixable
-        key = (codes, fixable, settings.device_style)
-        rules = self._rule_sets.get(key)
-        if rules is None:
-            rules = self._rule_sets[key] = RuleSet(codes, fixable, settings.device_style)
-        return rules
+        return rule_set_for(self._resolver.settings_for(path), path, self._rule_sets)
 
     def lint_bytes(self, path: Path, data: bytes, shown_as: str) -> FileResult:
         return lint_source(shown_as, data, self.rules_for(path))

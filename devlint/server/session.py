@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from devlint.api import RuleSets, rule_set_for
 from devlint.baseline import BaselineError, SourceLines, load_baseline, new_findings
 from devlint.complexity import MAX_FILE_BYTES
 from devlint.config import ConfigError, ConfigResolver, RuleSelection, split_selectors
@@ -22,7 +23,6 @@ from devlint.diagnostics import Finding, InternalError
 from devlint.engine import RuleSet, lint_source
 from devlint.fixing import fix_source
 from devlint.server.incremental import IncrementalParser
-from devlint.torch_floor import DeviceStyle
 from devlint.trusted_parse import parsing_with
 
 _CODING = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
@@ -113,9 +113,7 @@ class LintSession:
 
     def __init__(self, settings: ServerSettings, root: Optional[Path] = None) -> None:
         self.root = root or Path.cwd()
-        self._rule_sets: dict[
-            tuple[frozenset[str], Optional[frozenset[str]], DeviceStyle], RuleSet
-        ] = {}
+        self._rule_sets: RuleSets = {}
         self.parser = IncrementalParser()  # the analysis cache kept warm: the last parses
         self._baseline: Optional[tuple[Path, Optional[int], frozenset[Any]]] = None
         self.generation = 0  # counts configurations: a lint's result holds for one only
@@ -162,13 +160,7 @@ class LintSession:
         settings = self.resolver_for(path).settings_for(path)
         if settings.is_excluded(path):
             return None
-        codes = settings.codes_for(path)
-        fixable = None if settings.fixable >= codes else settings.fixable
-        key = (codes, fixable, settings.device_style)
-        rules = self._rule_sets.get(key)
-        if rules is None:
-            rules = self._rule_sets[key] = RuleSet(codes, fixable, settings.device_style)
-        return rules
+        return rule_set_for(settings, path, self._rule_sets)
 
     def lint(self, path: Path, text: str) -> LintOutcome:
         """Lint the editor's text of ``path`` as `devlint check PATH` lints the file."""
