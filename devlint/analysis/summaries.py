@@ -19,8 +19,9 @@ import ast
 import hashlib
 import json
 from collections.abc import Iterator
-from typing import Any, Optional, Union
+from typing import Any, Optional
 
+from devlint.analysis.parameters import FunctionNode
 from devlint.analysis.syntax import dotted_name, keyword_value
 from devlint.analysis.torch_api import (
     FACTORIES,
@@ -31,7 +32,6 @@ from devlint.analysis.torch_api import (
 )
 
 Summary = dict[str, Any]
-FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 FORMAT = 1
 

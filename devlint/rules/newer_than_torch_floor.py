@@ -86,6 +86,7 @@ class NewerThanTorchFloor(Rule):
     def begin_file(self, context: FileContext) -> None:
         super().begin_file(context)
         self._probing = 0  # inside code that checks for the API first
+        self._probes: list[bool] = []  # per open `if`/`try`: whether it probes
         self._inside_import = 0
         self._reported: set[int] = set()  # attributes inside a chain already reported
 
@@ -93,16 +94,23 @@ class NewerThanTorchFloor(Rule):
         return self.context.style.floor.version
 
     def visit_If(self, node: cst.If) -> None:
-        self._probing += _probes(self.context.source_of(node.test, limit=400))
+        self._enter(_probes(self.context.source_of(node.test, limit=400)))
 
     def leave_If(self, original_node: cst.If) -> None:
-        self._probing -= _probes(self.context.source_of(original_node.test, limit=400))
+        self._leave()
 
     def visit_Try(self, node: cst.Try) -> None:
-        self._probing += _catches_probe_errors(node)
+        self._enter(_catches_probe_errors(node))
 
     def leave_Try(self, original_node: cst.Try) -> None:
-        self._probing -= _catches_probe_errors(original_node)
+        self._leave()
+
+    def _enter(self, probes: bool) -> None:
+        self._probes.append(probes)
+        self._probing += probes
+
+    def _leave(self) -> None:
+        self._probing -= self._probes.pop()
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         self._inside_import += 1
