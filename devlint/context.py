@@ -109,9 +109,11 @@ class FindingCollector:
         message: str,
         cited: tuple[Node, ...] = (),
         fix: Optional[RawFix] = None,
+        statement: Optional[Node] = None,
     ) -> None:
+        """``statement``: the one holding ``node``, where it is not the current one."""
         if not self.expects_failure():
-            statement = self.current_statement()
+            statement = statement or self.current_statement()
             self.findings.append(RawFinding(code, name, node, message, statement, cited, fix))
 
 

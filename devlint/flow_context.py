@@ -18,7 +18,7 @@ from typing import Optional
 from devlint.analysis.flow import DeviceFlow
 from devlint.analysis.names import ImportMap
 from devlint.analysis.parameters import is_test_module
-from devlint.analysis.project import ProjectView
+from devlint.analysis.project import ProjectView, path_in_project
 from devlint.analysis.syntax import SourceText
 from devlint.analysis.syntax_screen import SyntaxFacts
 from devlint.context import FindingCollector, Node
@@ -41,6 +41,7 @@ class FlowContext(FindingCollector):
         self.names.add_syntax_statements(tree.body)
         self._flow: Optional[DeviceFlow] = None
         self._statement: Optional[ast.stmt] = None
+        self._statements: dict[int, Optional[ast.stmt]] = {}  # each evaluated node's statement
 
     @property
     def flow(self) -> DeviceFlow:
@@ -58,6 +59,10 @@ class FlowContext(FindingCollector):
         """The code of ``node`` on one line, shortened for messages."""
         return self.text.code_of(node, limit)
 
+    def statement_of(self, node: ast.AST) -> Optional[ast.stmt]:
+        """The simple statement the analysis evaluated ``node`` in, if it did."""
+        return self._statements.get(id(node))
+
     def run(self, hooks: Mapping[type, SyntaxHook]) -> None:
         """Analyse the file, then pass each node it evaluated to the hook for its exact class."""
         self._flow = DeviceFlow(
@@ -66,10 +71,12 @@ class FlowContext(FindingCollector):
             self.text,
             hooks.keys(),
             self.facts,
-            test_module=is_test_module(self.path),
+            test_module=is_test_module(path_in_project(self.path)),
             project=ProjectView.of(self.path, self.tree),
         )
         seen: set[int] = set()
+        for node, statement in self._flow.visits:
+            self._statements.setdefault(id(node), statement)
         for node, statement in self._flow.visits:
             if id(node) not in seen:  # an argument may be evaluated twice
                 seen.add(id(node))

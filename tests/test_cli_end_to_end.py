@@ -53,6 +53,33 @@ EXPECTED: dict[str, list[tuple[int, int, str, str]]] = {
         (31, 12, "DEV001", '`.to("cuda:1")` fails on a machine without CUDA'),
         (31, 17, "DEV010", '`"cuda:1"` hard-codes GPU 1'),
     ],
+    "metric_functions.py": [
+        (9, 26, "DEV007", "`targets` may be on a GPU (parameter `targets`)"),
+        (9, 46, "DEV007", "`preds` may be on a GPU (parameter `preds`)"),
+        (
+            13,
+            17,
+            "DEV005",
+            "`torch.arange(max_len)` creates a tensor on the CPU that is combined with "
+            "`lengths[:, None]` at line 14, which is on the caller's device (parameter `lengths`)",
+        ),
+    ],
+    "optional_gpu.py": [
+        (
+            11,
+            22,
+            "DEV007",
+            "`inputs[:2]` may be on a GPU (moved with `.cuda()` to `cuda` at line 10, on some "
+            "paths)",
+        ),
+        (
+            18,
+            15,
+            "DEV005",
+            "combined with `errors` at line 19, which is on the caller's device (created on "
+            "`values.device`)",
+        ),
+    ],
     "memory_monitoring.py": [
         (8, 14, "DEV002", RENAMED.format("memory_cached", "memory_reserved")),
         (9, 12, "DEV002", RENAMED.format("max_memory_cached", "max_memory_reserved")),
@@ -80,7 +107,7 @@ ALL_FINDINGS = sorted(
     ]
 )
 FIXTURE_CODES = {code for *_, code in ALL_FINDINGS}
-SUMMARY = "Found 17 problems in 7 files (11 files checked)."
+SUMMARY = "Found 22 problems in 9 files (13 files checked)."
 
 
 @pytest.fixture

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 
 from devlint.analysis.contexts import CONTEXTS_PER_FUNCTION
 from devlint.analysis.flow import DeviceFlow
 from devlint.analysis.names import ImportMap
+from devlint.analysis.parameters import is_test_module
+from devlint.analysis.project import path_in_project
 from devlint.analysis.syntax import SourceText
 from devlint.analysis.values import Where
 from tests.helpers import lint_snippet
@@ -46,6 +49,16 @@ def test_helpers_of_a_test_module_take_their_tests_data_where_it_is() -> None:
     )
     assert [f.start.row for f in lint_snippet(source, {"DEV005"}, path="helpers.py")] == [3]
     assert lint_snippet(source, {"DEV005"}, path="tests/test_grid.py") == []
+    assert lint_snippet(source, {"DEV005"}, path="tests/utils.py") == []  # the tests' helpers
+
+
+def test_only_folders_inside_the_project_make_a_test_module(tmp_path: Path) -> None:
+    project = tmp_path / "tests" / "work"
+    (project / "lib").mkdir(parents=True)
+    (project / "pyproject.toml").write_text("")
+    assert path_in_project(str(project / "lib" / "ops.py")) == str(Path("lib", "ops.py"))
+    assert not is_test_module(path_in_project(str(project / "lib" / "ops.py")))
+    assert is_test_module(path_in_project(str(project / "tests" / "utils.py")))
 
 
 def _flow(source: str) -> DeviceFlow:

@@ -97,7 +97,7 @@ class Classifier(nn.Module):
         noise = torch.randn(8)
         return hidden + noise
 """,
-        [("DEV005", 9, 25)],
+        [("DEV005", 8, 17)],
     ),
     "evaluation converts module output to numpy": (
         """\
@@ -116,7 +116,7 @@ total = torch.zeros(2)
 for x, _ in DataLoader(ds):
     total += model(x.to(device)).sum(0)
 """,
-        [("DEV006", 4, 5)],
+        [("DEV006", 2, 9)],
     ),
     "helper returns moved tensors": (
         """\
@@ -262,7 +262,7 @@ w = torch.tensor(freqs) * 2.0
 scores = model(x.to(device))
 out = scores + w.sqrt()
 """,
-        [("DEV006", 5, 7)],
+        [("DEV006", 3, 5)],
     ),
     "CPU table indexed with a device index": (
         """\
@@ -286,7 +286,7 @@ class Net(nn.Module):
             total += p.pow(2).sum()
         return total
 """,
-        [("DEV005", 9, 13)],
+        [("DEV005", 7, 17)],
     ),
     "positions made in forward for a submodule": (
         """\

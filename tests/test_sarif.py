@@ -195,8 +195,9 @@ def test_cited_evidence_becomes_related_locations(
         log = json.loads(run_cli("--format", "sarif", cache, "model.py", cwd=tmp_path).stdout)
         _validate(log, schema)
         [finding] = log["runs"][0]["results"]
-        assert finding["locations"][0]["physicalLocation"]["region"]["startLine"] == 8
+        # The mask is made at line 7, the line to fix; the message cites where it meets the
+        # input, line 8.
+        assert finding["locations"][0]["physicalLocation"]["region"]["startLine"] == 7
         [related] = finding["relatedLocations"]
-        # The mask is made at line 7: the line the message cites, and the line to fix.
-        assert related["physicalLocation"]["region"] == {"startLine": 7, "startColumn": 20}
+        assert related["physicalLocation"]["region"] == {"startLine": 8, "startColumn": 25}
         assert related["physicalLocation"]["artifactLocation"]["uri"] == "model.py"

@@ -179,7 +179,13 @@ class CallEvaluator:
     # -- simple expressions --------------------------------------------------------------
 
     def _name(self, node: ast.Name, env: Env, unit: Unit) -> Value:
-        return env.get(node.id, UNKNOWN)
+        value = env.get(node.id, UNKNOWN)
+        if value.kind is Kind.UNKNOWN and value.where is Where.UNKNOWN:
+            read = unit.device_read(node.id)
+            if read is not None:  # a tensor whose device the code reads: on a device, somewhere
+                evidence = f"`{node.id}`, whose device is read"
+                return Value(Kind.TENSOR, Placement(Where.INPUT, evidence=evidence, origin=read))
+        return value
 
     def _attribute(self, node: ast.Attribute, env: Env, unit: Unit) -> Value:
         dotted = dotted_name(node)
@@ -327,7 +333,9 @@ class CallEvaluator:
         if value.kind is Kind.TENSOR and value.where is not Where.UNKNOWN:
             return value.placement  # `x.to(y)`: where `y` is
         if value.where is Where.INPUT:
-            return Placement(Where.INPUT, evidence=f"{verb} the input's device", origin=node)
+            shown = dotted_name(node)
+            named = f"`{shown}`" if shown else "the input's device"
+            return Placement(Where.INPUT, evidence=f"{verb} {named}", origin=node)
         if type(node) is ast.Constant and node.value is None:
             return Placement(Where.UNKNOWN)
         if (

@@ -24,7 +24,7 @@ import builtins
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Optional, Union
+from typing import Optional, Union, cast
 
 import libcst as cst
 
@@ -89,13 +89,34 @@ def _method(node: cst.CSTNode) -> Optional[str]:
 
 
 def _shows_device(node: cst.CSTNode) -> bool:
-    """A `.cuda()`, `.to()`, `.state_dict()` call or a `device=` argument below ``node``."""
+    """A `.cuda()`, `.to()`, `.state_dict()` call or a `device=` argument below ``node``; not
+    `.to("cpu")` or `device="cpu"`, which say the opposite."""
     for part in descendants(node):
-        if _method(part) in _DEVICE_METHODS:
-            return True
-        if type(part) is cst.Arg and part.keyword is not None and part.keyword.value == "device":
+        if type(part) is cst.Call and _method(part) in _DEVICE_METHODS:
+            if not (part.args and _names_cpu(part.args[0].value)):
+                return True
+        elif _device_keyword(part) and not _names_cpu(cast(cst.Arg, part).value):
             return True
     return False
+
+
+def _device_keyword(node: cst.CSTNode) -> bool:
+    return type(node) is cst.Arg and node.keyword is not None and node.keyword.value == "device"
+
+
+def _names_cpu(device: cst.BaseExpression) -> bool:
+    """`"cpu"`, or `torch.device("cpu")`."""
+    if (
+        type(device) is cst.Call
+        and device.args
+        and dotted_name(device.func)
+        in (
+            "torch.device",
+            "device",
+        )
+    ):
+        device = device.args[0].value
+    return string_value(device) == "cpu"
 
 
 def _passed_in(scope: Scope) -> set[str]:
@@ -118,7 +139,7 @@ def _from_caller(value: cst.BaseExpression, scope: Scope) -> bool:
     """Whether the saved value is (or is made from) a parameter of the saving function:
     ``def save(obj, path): torch.save(obj, path)`` says nothing of ``obj``."""
     passed = _passed_in(scope)
-    return any(type(node) is cst.Name and node.value in passed for node in descendants(value))
+    return any(name in passed for name in _root_names(value))
 
 
 def _root_names(node: cst.CSTNode) -> list[str]:
@@ -170,17 +191,22 @@ class CheckpointEvidence:
             return LoadEvidence(safe="saved by the same function")
         checkpoint = self._use_as_checkpoint(load, scope, statement)
         chosen_by_caller = self._chosen_by_caller(path.value, scope)
-        if not self._same_everywhere(path.value, scope):
-            # A local `path` of another function is another file.
-            return LoadEvidence(checkpoint=checkpoint)
+        # A local `path` of another function is another file.
+        same_everywhere = self._same_everywhere(path.value, scope)
+        loaded = _assigned_name(statement, load) if statement is not None else None
         for saved_key, value, saving_scope in saves:
-            if saved_key != key or saving_scope is scope:
+            # The loading function's own save of the path (a cache: load it if it exists, else
+            # compute and save it) names the file it reads, wherever its caller points it.
+            own = saving_scope is scope
+            if saved_key != key or not (own or same_everywhere):
                 continue
+            if own and loaded is not None and loaded in _root_names(value):
+                continue  # the loaded checkpoint, upgraded and saved back: no evidence
             if _shows_device(value) or _shows_device(saving_scope):
                 return LoadEvidence(checkpoint=checkpoint or self._saved_from(value))
             if (
                 checkpoint is None
-                and not chosen_by_caller
+                and (own or not chosen_by_caller)
                 and not _from_caller(value, saving_scope)
             ):
                 return LoadEvidence(safe="saved by this file from CPU values")
@@ -192,7 +218,7 @@ class CheckpointEvidence:
         if isinstance(path, cst.Name):
             path = self._alias_nodes.get(id(scope), {}).get(path.value, path)
         passed = _passed_in(scope)
-        return any(type(node) is cst.Name and node.value in passed for node in descendants(path))
+        return any(name in passed for name in _root_names(path))  # `self.root` is no `root`
 
     def _same_everywhere(self, path: cst.BaseExpression, scope: Scope) -> bool:
         """Whether the path names one file in every function: built from literals, `self`

@@ -39,13 +39,14 @@ from devlint.analysis.loops import loop_head, run_to_fixpoint
 from devlint.analysis.names import ImportMap
 from devlint.analysis.narrowing import type_test
 from devlint.analysis.parameters import (
+    names_on_a_device,
     names_used_as_tensors,
     runs_on_cpu_by_design,
     tensor_parameters,
 )
 from devlint.analysis.project import ProjectView
 from devlint.analysis.syntax import SourceText, dotted_name, nodes_below
-from devlint.analysis.syntax_screen import SyntaxFacts
+from devlint.analysis.syntax_screen import SyntaxFacts, syntax_facts
 from devlint.analysis.torch_api import (
     WRAPPER_MODULES,
     derives_from_module,
@@ -55,6 +56,7 @@ from devlint.analysis.torch_api import (
     looks_like_loader,
 )
 from devlint.analysis.values import (
+    NOT_A_TENSOR,
     UNKNOWN,
     Kind,
     Placement,
@@ -85,6 +87,16 @@ class Unit:
     submodules: frozenset[str] = frozenset()
     returns: list[Value] = field(default_factory=list)
     default_device_changed: int = 0  # inside `with torch.device(...)`
+    _on_a_device: Optional[dict[str, ast.Attribute]] = None
+
+    def device_read(self, name: str) -> Optional[ast.Attribute]:
+        """Where the function reads the device of ``name``, a tensor it uses (see
+        `parameters.names_on_a_device`); None for the module script."""
+        if self.function is None:
+            return None
+        if self._on_a_device is None:
+            self._on_a_device = names_on_a_device(self.function)
+        return self._on_a_device.get(name)
 
 
 @dataclass(frozen=True)
@@ -152,10 +164,13 @@ class DeviceFlow(CallEvaluator):
         self.call_findings: dict[ast.Call, list[CallFinding]] = {}
         # What each plain class's construction sites pass to `__init__`, in the order seen.
         self._constructions: dict[str, list[Optional[dict[str, Value]]]] = {}
+        # What each helper of this file is passed at its call sites, in the order seen.
+        self._calls: dict[FunctionNode, list[Optional[dict[str, Value]]]] = {}
         self._in_progress: set[FunctionNode] = set()
         # What each plain class's `__init__` leaves in `self` attributes no other method changes.
         self._class_attributes: dict[str, Env] = {}
         self._module = module
+        self._device_source: Optional[bool] = None
         self._collect_definitions(module.body)
         self._bases = {name: facts.bases for name, facts in self.classes.items()}
         self._run(module)
@@ -191,9 +206,12 @@ class DeviceFlow(CallEvaluator):
         script_env: Env = {}
         self.exec_block(module.body, script_env, Unit(None))
         self.globals = script_env
+        script_calls = {function: list(sites) for function, sites in self._calls.items()}
         for function, owner in _functions_in(module.body, None):
             if owner is None or owner.name not in self.classes:
-                unit = Unit(function, tensor_parameters=self._tensor_parameters(function, ()))
+                parameters = self._tensor_parameters(function, ())
+                parameters -= self._placed_by_script(function, script_calls.get(function, []))
+                unit = Unit(function, tensor_parameters=parameters)
                 self._analyze(function, unit, {})
         for name, facts in self.classes.items():
             self._analyze_class(name, facts)
@@ -317,13 +335,42 @@ class DeviceFlow(CallEvaluator):
         return frozenset(layers)
 
     def _tensor_parameters(self, function: FunctionNode, bases: Iterable[str]) -> frozenset[str]:
-        """The tensor parameters of a function, which live on its caller's device."""
+        """The tensor parameters of a function, which live on its caller's device. A parameter
+        used as a tensor counts only in a file that places something on a device: code that
+        never does is CPU-side by design (an image resizer of a data pipeline), and there only
+        an annotation saying `Tensor` (a typed API) makes a parameter the caller's."""
         if self.test_module or runs_on_cpu_by_design(function, bases):
             return frozenset()
+        if not self._places_on_device():
+            return frozenset(tensor_parameters(function, ()))
         facts = self.facts.units.get(function) if self.facts is not None else None
         if facts is not None and not tensor_parameters(function, facts.tensor_names):
             return frozenset()  # the screen's names are a superset: nothing to refine
         return frozenset(tensor_parameters(function, names_used_as_tensors(function)))
+
+    def _placed_by_script(
+        self, function: FunctionNode, sites: list[Optional[dict[str, Value]]]
+    ) -> frozenset[str]:
+        """The parameters the file's own script passes only CPU values: a helper of a script
+        or notebook called only from its module-level code, whose callers are in sight and
+        are the evidence (an unknown argument leaves the contract as it is)."""
+        if not sites or len(sites) != _calls_written(self._module, function.name):
+            return frozenset()
+        bound = [site for site in sites if site is not None]
+        if len(bound) != len(sites):
+            return frozenset()
+        return frozenset(
+            name
+            for name in bound[0]
+            if all(name in site and site[name].where is Where.CPU for site in bound)
+        )
+
+    def _places_on_device(self) -> bool:
+        """Whether the file places anything on a device (the screen's reading of it)."""
+        if self._device_source is None:
+            facts = self.facts or syntax_facts(self._module, self.text.source)
+            self._device_source = facts.device_source
+        return self._device_source
 
     def _bind_parameters(self, function: FunctionNode, unit: Unit, env: Env) -> None:
         params = function.args
@@ -373,6 +420,8 @@ class DeviceFlow(CallEvaluator):
     def call_summary(self, function: FunctionNode, call: ast.Call, arguments: list[Value]) -> Value:
         """What a helper of this file returns for this call's arguments (see `contexts`)."""
         bound = bind_arguments(function, call, arguments)
+        if self.recording:
+            self._calls.setdefault(function, []).append(bound)
         if bound is None or function in self._in_progress:
             return self.summary(function)
         known = {name: value for name, value in bound.items() if value is not UNKNOWN}
@@ -463,7 +512,7 @@ class DeviceFlow(CallEvaluator):
         """What every construction site of class ``name`` passes to its `__init__`, joined;
         nothing unless each site in the file was seen, and the class has no subclass here."""
         sites = self._constructions.get(name, [])
-        written = _construction_sites(self._module, name)
+        written = _calls_written(self._module, name)
         subclassed = any(name in facts.bases for facts in self.classes.values())
         if not sites or len(sites) != written or subclassed or any(s is None for s in sites):
             return {}
@@ -729,7 +778,7 @@ def _placed_by_parameter(
     return any(parameter.arg == root and root not in exempt for parameter in every)
 
 
-def _construction_sites(module: ast.Module, name: str) -> int:
+def _calls_written(module: ast.Module, name: str) -> int:
     """How many calls of ``name`` the file writes."""
     return sum(
         1
@@ -764,7 +813,7 @@ def _narrow_types(test: ast.expr, names: ImportMap, body_env: Env, orelse_env: E
             (orelse_env, narrowed.tensor_if_false),
         ):
             if not tensor and narrowed.name in branch_env:
-                branch_env[narrowed.name] = UNKNOWN
+                branch_env[narrowed.name] = NOT_A_TENSOR
     tested = tensor_tested(test, names)
     if tested is not None:
         # `if not isinstance(image, torch.Tensor): image = preprocess(image)`: where the

@@ -65,6 +65,16 @@ def _call_operands(node: ast.Call) -> Iterator[ast.expr]:
             yield value
 
 
+def cpu_factory(value: Value, operand: ast.expr) -> Optional[ast.Call]:
+    """The torch factory that made ``value`` on the CPU, where it is not ``operand`` itself:
+    where `device=` goes, so where a finding about the operand is best reported."""
+    origin = value.placement.origin
+    made = value.placement.evidence.startswith("created on the CPU by")
+    if made and isinstance(origin, ast.Call) and origin is not operand:
+        return origin
+    return None
+
+
 class Citations:
     """Evidence phrases for a message, each citing the line of the node it points at."""
 
@@ -75,8 +85,12 @@ class Citations:
         evidence = placement.evidence or fallback
         if placement.origin is None or not evidence:
             return evidence
-        self.nodes.append(placement.origin)
-        return f"{evidence} at line {{line{len(self.nodes) - 1}}}"
+        return f"{evidence} at line {self.line_of(placement.origin)}"
+
+    def line_of(self, node: ast.AST) -> str:
+        """The placeholder for ``node``'s line in a message."""
+        self.nodes.append(node)
+        return f"{{line{len(self.nodes) - 1}}}"
 
     def cited(self) -> tuple[ast.AST, ...]:
         return tuple(self.nodes)

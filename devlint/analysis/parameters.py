@@ -74,6 +74,50 @@ def names_used_as_tensors(function: FunctionNode) -> set[str]:
     return {name for name, line in uses if line <= first_store.get(name, line)}
 
 
+def names_on_a_device(function: FunctionNode) -> dict[str, ast.Attribute]:
+    """Names whose device ``function`` reads (`device=q.device`, `.to(q.device)`) and that it
+    also uses as tensors (an arithmetic operand, a tensor-only method): tensors that live on a
+    device chosen elsewhere, as a parameter lives on its caller's. Each with its first read.
+    A name the function's branches type-test (`if torch.is_tensor(x):`) may hold an array as
+    well: its device read proves nothing outside the branch that tests it."""
+    reads: dict[str, ast.Attribute] = {}
+    tensors: set[str] = set()
+    tested: set[str] = set()
+    for node in ast.walk(function):
+        if isinstance(node, (ast.If, ast.IfExp, ast.While)):  # an `assert` proves, not tests
+            tested.update(
+                name
+                for part in ast.walk(node.test)
+                if isinstance(part, ast.Call)
+                for name in _type_tested(part)
+            )
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            name = node.value.id
+            if node.attr == "device":
+                first = reads.get(name)
+                if first is None or _position(node) < _position(first):
+                    reads[name] = node
+            elif node.attr in TENSOR_ONLY_ATTRIBUTES:
+                tensors.add(name)
+        elif isinstance(node, ast.BinOp):
+            sides = (node.left, node.right)
+            tensors.update(side.id for side in sides if isinstance(side, ast.Name))
+    kept = tensors - tested - {"self"}
+    return {name: read for name, read in reads.items() if name in kept}
+
+
+def _type_tested(call: ast.Call) -> list[str]:
+    """The name `isinstance(x, ...)`, `type(x)` or `torch.is_tensor(x)` tests."""
+    function = dotted_name(call.func) or ""
+    testing = function in ("isinstance", "type") or function.rpartition(".")[2] == "is_tensor"
+    subject = call.args[0] if testing and call.args else None
+    return [subject.id] if isinstance(subject, ast.Name) else []
+
+
+def _position(node: ast.expr) -> tuple[int, int]:
+    return node.lineno, node.col_offset
+
+
 def runs_on_cpu_by_design(function: FunctionNode, classes: Iterable[str]) -> bool:
     """A dataset's item access, a collate function, a data collator's or a dataset's methods:
     code that prepares CPU data. ``classes`` are the class's own name and its bases'."""
@@ -88,9 +132,15 @@ def _prepares_data(class_name: str) -> bool:
 
 
 def is_test_module(path: str) -> bool:
-    """`test_*.py`, `*_test.py` or `conftest.py`, as pytest collects them."""
-    name = PurePath(path).name
-    return name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
+    """`test_*.py`, `*_test.py` or `conftest.py`, as pytest collects them, or any module of a
+    `tests` folder (the helpers the tests beside them call)."""
+    parts = PurePath(path).parts
+    name = parts[-1] if parts else ""
+    test_file = name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
+    return test_file or any(part in _TEST_FOLDERS for part in parts[:-1])
+
+
+_TEST_FOLDERS = frozenset({"test", "tests"})
 
 
 def tensor_parameters(function: FunctionNode, used_as_tensors: Collection[str]) -> set[str]:

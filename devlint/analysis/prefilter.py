@@ -69,6 +69,8 @@ TORCH_RANGE = re.compile(
 
 # Where a value can land on a device: `.cuda(`, `.to(`, `device=`, `torch.device(`, "cuda:0".
 DEVICE_SOURCE = AnyOf(("cuda", "device"), (_MOVE_TO,))
+# The same, or a `Tensor` annotation: a typed parameter, on its caller's device.
+DEVICE_SOURCE_OR_TENSOR_TYPE = AnyOf(("cuda", "device", "Tensor"), (_MOVE_TO,))
 # A `forward` method, whose parameters the analysis places on the inputs' device.
 FORWARD_METHOD = re.compile(r"def\s+forward\b")
 # A parameter that is a tensor, and so lives on the caller's device (see `parameters`).

@@ -16,6 +16,7 @@ when, and only when, the summary of a file it depends on changes.
 from __future__ import annotations
 
 import ast
+import functools
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,6 +85,19 @@ def dependency_holds(path: str, recorded: list[object]) -> bool:
         return True
     now = stamped_summary(path)
     return now is not None and now.digest == digest
+
+
+def path_in_project(path: str) -> str:
+    """``path`` relative to its project root where it has one (so that folders above the
+    project, `/home/me/tests/...`, say nothing of the file), else as given."""
+    resolved = Path(path).resolve()
+    root = _project_root_cached(resolved.parent)
+    return str(resolved.relative_to(root)) if root is not None else path
+
+
+@functools.lru_cache(maxsize=256)
+def _project_root_cached(folder: Path) -> Optional[Path]:
+    return _project_root(folder)
 
 
 def _project_root(folder: Path) -> Optional[Path]:

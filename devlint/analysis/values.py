@@ -13,6 +13,9 @@ class Where(enum.Enum):
     CPU = "cpu"
     DEVICE = "device"  # moved with .to(D)/.cuda(), or created with device=D
     INPUT = "input"  # inside forward(): wherever the module's inputs are
+    # On a device on some paths, on the CPU on others (`if use_gpu: x = x.cuda()`): enough for
+    # what needs host memory (`.numpy()`), never for a mismatch, which needs both sides known.
+    MAYBE_DEVICE = "maybe device"
     UNKNOWN = "unknown"
 
 
@@ -25,6 +28,7 @@ class Kind(enum.Enum):
     SCALAR = "scalar"  # a Python number
     SEQUENCE = "sequence"  # a tuple or list, with its elements when known
     CALLABLE = "callable"  # a function or class defined in the file
+    NOT_TENSOR = "not a tensor"  # what a failed type test proves, and nothing more
     UNKNOWN = "unknown"
 
 
@@ -78,6 +82,7 @@ class Value:
 
 
 UNKNOWN = Value(Kind.UNKNOWN)
+NOT_A_TENSOR = Value(Kind.NOT_TENSOR)
 SCALAR = Value(Kind.SCALAR, scalar=True)
 
 
@@ -95,6 +100,9 @@ def join(first: Value, second: Value) -> Value:
         return _join_sequences(first, second)
     kind = first.kind if first.kind is second.kind else Kind.UNKNOWN
     if not first.placement.same_place(second.placement):
+        maybe = _maybe_on_device(first, second)
+        if maybe is not None:
+            return Value(Kind.TENSOR, maybe)
         return Value(kind, scalar=first.scalar and second.scalar)
     if (
         kind is first.kind
@@ -103,6 +111,29 @@ def join(first: Value, second: Value) -> Value:
     ):
         return first
     return Value(kind, first.placement, scalar=first.scalar and second.scalar)
+
+
+def _maybe_on_device(first: Value, second: Value) -> Optional[Placement]:
+    """Two tensors meeting, one on a device (or maybe), the other on the CPU (or maybe): the
+    device side's placement, as `MAYBE_DEVICE`."""
+    if first.kind is not Kind.TENSOR or second.kind is not Kind.TENSOR:
+        return None
+    if first.scalar or second.scalar:
+        return None
+    sides = {first.where, second.where}
+    if not sides <= _MAYBE_SIDES or sides in ({Where.CPU}, {Where.DEVICE}):
+        return None  # (two devices: still a device, but which one is unknown)
+    if any(side.where is Where.CPU and _moved_back(side) for side in (first, second)):
+        return None  # `if cuda: x = x.cpu()`, undoing an earlier `if cuda: x = x.cuda()`
+    device_side = first if first.where is not Where.CPU else second
+    return replace(device_side.placement, where=Where.MAYBE_DEVICE)
+
+
+def _moved_back(value: Value) -> bool:
+    return value.placement.evidence.startswith("moved to the CPU")
+
+
+_MAYBE_SIDES = frozenset({Where.DEVICE, Where.CPU, Where.MAYBE_DEVICE})
 
 
 def _join_sequences(first: Value, second: Value) -> Value:
@@ -144,27 +175,36 @@ def join_all(values: Iterable[Value]) -> Value:
 def combine(operands: Iterable[Value]) -> Value:
     """The result of an elementwise operation: on the device of its non-scalar tensor operands.
 
-    Any operand of unknown placement makes the result unknown: precision first.
+    An operand of unknown placement makes the result unknown, precision first, except beside a
+    tensor with elements on a device: if the operation succeeds at all, its result is there
+    (a CPU tensor, a numpy array or a list beside it fails at this line).
     """
     placements: list[Placement] = []
     scalar = True
     module_output = False
+    unknown = anchored = False
     for operand in operands:
         if operand.kind is Kind.SCALAR:
             continue
         module_output = module_output or operand.module_output
         if operand.where is Where.UNKNOWN:
-            return UNKNOWN
+            unknown = True
+            continue
         if operand.where is Where.CPU and operand.scalar:
             continue
         placements.append(operand.placement)
         scalar = scalar and operand.scalar
-    if not placements:
+        anchored = anchored or (
+            operand.kind is Kind.TENSOR
+            and not operand.scalar
+            and operand.where in (Where.DEVICE, Where.INPUT)
+        )
+    if not placements or (unknown and not anchored):
         return UNKNOWN
     first = placements[0]
     if any(not first.same_place(other) for other in placements[1:]):
         return UNKNOWN  # a device mismatch: reported where it happens, not downstream
-    return Value(Kind.TENSOR, first, scalar=scalar, module_output=module_output)
+    return Value(Kind.TENSOR, first, scalar=scalar and not unknown, module_output=module_output)
 
 
 def mismatch(operands: Iterable[Value]) -> Optional[tuple[Value, Value]]:

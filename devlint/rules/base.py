@@ -67,9 +67,12 @@ class Rule:
         message: str,
         cited: tuple[Node, ...] = (),
         fix: Optional[RawFix] = None,
+        statement: Optional[Node] = None,
     ) -> None:
-        """Report ``node``; ``{line0}``, ``{line1}``... in the message become cited nodes' lines."""
-        self._collector().report(self.code, self.name, node, message, cited, fix)
+        """Report ``node``; ``{line0}``, ``{line1}``... in the message become cited nodes' lines.
+        ``statement``: the statement holding ``node`` (where `# noqa` goes), if not the one
+        being visited."""
+        self._collector().report(self.code, self.name, node, message, cited, fix, statement)
 
     def _collector(self) -> FindingCollector:
         return self.context

@@ -1,12 +1,16 @@
 from __future__ import annotations
 
 import ast
+from typing import TYPE_CHECKING
 
-from devlint.analysis.operations import Citations, find_mismatch, operands
+from devlint.analysis.operations import Citations, Mismatch, cpu_factory, find_mismatch, operands
 from devlint.analysis.prefilter import CPU_TENSOR_SOURCE, DEVICE_SOURCE
 from devlint.analysis.syntax_screen import SyntaxFacts
 from devlint.analysis.values import Kind
 from devlint.rules.base import FlowRule, Invalid
+
+if TYPE_CHECKING:
+    from devlint.flow_context import FlowContext
 
 
 class CrossDeviceOp(FlowRule):
@@ -14,7 +18,9 @@ class CrossDeviceOp(FlowRule):
     ## What it does
     Flags an operation whose tensor operands are definitely on different
     devices: `y + x.cpu()` with `y` on CUDA, `torch.cat([a_cuda, b_cpu])`,
-    `a_cuda @ b_cpu`, `total += out` with `total` on the CPU.
+    `a_cuda @ b_cpu`, `total += out` with `total` on the CPU. A CPU operand that
+    a torch factory made (`total = torch.zeros(3)`) is reported at the factory,
+    where `device=` goes, once, citing the operations it meets.
 
     ## Why is this bad?
     PyTorch refuses to mix devices: "Expected all tensors to be on the same
@@ -48,6 +54,9 @@ class CrossDeviceOp(FlowRule):
     required_patterns = (DEVICE_SOURCE, CPU_TENSOR_SOURCE)
 
     VALID = (
+        # a CPU tensor beside an operand of unknown kind: where the result is, is unknown
+        "import torch\ndef f(rate):\n    t = torch.zeros(3) * rate\n"
+        "    return t + torch.ones(3).to('cuda')",
         "import torch\nx = torch.zeros(3).cuda()\ny = x + 1",
         "import torch\nx = torch.zeros(3).cuda()\ny = x * torch.tensor(2.0)",
         "import torch\nx = torch.zeros(3).cuda()\ny = x + torch.zeros(3).cuda()",
@@ -104,22 +113,40 @@ class CrossDeviceOp(FlowRule):
             5,
             "`y` is on `cuda:0`",
         ),
+        # beside an operand of unknown kind (`rate`), a tensor on a device keeps its place:
+        # if the product exists at all, it is there
         Invalid(
-            "import torch\na = torch.ones(2).cuda()\nb = torch.ones(2)\nc = torch.cat([a, b])", 4, 5
+            "import torch\ndef window(n, device, rate):\n"
+            "    t = torch.arange(0.0, n, device=device)\n    first = torch.ceil(t * rate)\n"
+            "    j = torch.arange(5)\n    return first.unsqueeze(1) + j",
+            5,
+            9,
+            "line 6 mixes with `first.unsqueeze(1)` on `device`",
         ),
-        Invalid("import torch\na = torch.ones(2, 2).to(device)\nb = torch.eye(2)\nc = a @ b", 4, 5),
+        # reported at the factory, where `device=` goes, citing the operation
+        Invalid(
+            "import torch\na = torch.ones(2).cuda()\nb = torch.ones(2)\nc = torch.cat([a, b])",
+            3,
+            5,
+            "`torch.ones(2)` creates a tensor on the CPU that line 4 mixes with `a` on `cuda`",
+        ),
+        Invalid("import torch\na = torch.ones(2, 2).to(device)\nb = torch.eye(2)\nc = a @ b", 3, 5),
         Invalid(
             "import torch\nfrom torch import nn\nmodel = nn.Linear(3, 3).to(device)\n"
             "total = torch.zeros(3)\nout = model(torch.ones(3).to(device))\ntotal += out",
-            6,
-            1,
-            "`total` is on the CPU",
+            4,
+            9,
+            "`torch.zeros(3)` creates a tensor on the CPU that line 6 mixes with `out`",
         ),
     )
 
     @classmethod
     def may_fire_in(cls, facts: SyntaxFacts) -> bool:
         return facts.device_source and facts.cpu_tensor_source
+
+    def begin_analysis(self, analysis: FlowContext) -> None:
+        super().begin_analysis(analysis)
+        self._factories_reported: set[ast.AST] = set()
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
         self._check(node)
@@ -156,6 +183,10 @@ class CrossDeviceOp(FlowRule):
         found = find_mismatch(operands(node, self.analysis.flow))
         if found is None:
             return
+        factory = cpu_factory(found.cpu_value, found.cpu_node)
+        if factory is not None:
+            self._report_factory(factory, found, node)
+            return
         citations = Citations()
         device_evidence = citations.of(found.device_value.placement)
         cpu_evidence = citations.of(found.cpu_value.placement)
@@ -165,4 +196,23 @@ class CrossDeviceOp(FlowRule):
             f"`{found.device_value.placement.device}` ({device_evidence}) but "
             f"`{self.analysis.source_of(found.cpu_node)}` is on the CPU ({cpu_evidence})",
             citations.cited(),
+        )
+
+    def _report_factory(self, factory: ast.Call, found: Mismatch, node: ast.AST) -> None:
+        """Where `device=` goes, once for all the operations the tensor meets."""
+        if factory in self._factories_reported:
+            return
+        if not self.analysis.expects_failure():  # (inside `pytest.raises` it is meant)
+            self._factories_reported.add(factory)
+        citations = Citations()
+        operation_line = citations.line_of(node)
+        device_evidence = citations.of(found.device_value.placement)
+        self.report(
+            factory,
+            f"mixes devices: `{self.analysis.source_of(factory)}` creates a tensor on the CPU "
+            f"that line {operation_line} mixes with `{self.analysis.source_of(found.device_node)}` on "
+            f"`{found.device_value.placement.device}` ({device_evidence}): create it there "
+            "with `device=`",
+            citations.cited(),
+            statement=self.analysis.statement_of(factory) or factory,
         )

@@ -105,6 +105,21 @@ class LoadWithoutMapLocation(Rule):
         "        torch.save(self.collate(data_list), self.processed_paths[0])\n"
         "    def load(self):\n"
         "        self.data, self.slices = torch.load(self.processed_paths[0])",
+        "import torch\ndef cache():\n    torch.save([torch.zeros(2, device='cpu').to('cpu')], 'r.pt')\n"
+        "def restore():\n    return torch.load('r.pt')",
+        # `self.root` is the object's, not the loading function's `root` parameter.
+        "import os, torch\nclass Digits:\n    def __init__(self, root):\n"
+        "        self.root = root\n"
+        "        self.data = torch.load(os.path.join(self.root, 'train.pt'))\n"
+        "    def download(self):\n"
+        "        with open(os.path.join(self.root, 'train.pt'), 'wb') as f:\n"
+        "            torch.save(torch.ByteTensor(3), f)",
+        # A cache the loading function writes itself, from CPU values, when the file is missing.
+        "import os, numpy as np, torch\ndef splits(root):\n"
+        "    path = os.path.join(root, 'splits.pt')\n    if os.path.exists(path):\n"
+        "        train, test = torch.load(path)\n    else:\n"
+        "        train, test = np.split(np.arange(10), 2)\n        torch.save([train, test], path)\n"
+        "    return train, test",
     )
     INVALID = (
         Invalid("import torch\nstate = torch.load('ckpt.pt')", 2, 9, "map_location"),
@@ -178,6 +193,15 @@ class LoadWithoutMapLocation(Rule):
             "        checkpoint = torch.load(file)\n        torch.save(checkpoint, file)",
             4,
             22,
+        ),
+        # The function's own cache, written from features it computes on a device.
+        Invalid(
+            "import os, torch\ndef features(model, images, path):\n"
+            "    if os.path.exists(path):\n        return torch.load(path)\n"
+            "    feats = model(images.cuda())\n    torch.save(feats, path)\n    return feats",
+            4,
+            16,
+            "this file saves it from `feats`",
         ),
         # The folder comes from the caller: any folder, whatever `save` wrote.
         Invalid(

@@ -1,18 +1,27 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from devlint.analysis.advice import device_in_scope, move_advice
 from devlint.analysis.contexts import CallFinding
 from devlint.analysis.imported import Feed, fed_modules
-from devlint.analysis.operations import Citations, find_mismatch, first_cpu_operand, operands
+from devlint.analysis.operations import (
+    Citations,
+    cpu_factory,
+    find_mismatch,
+    first_cpu_operand,
+    operands,
+)
 from devlint.analysis.prefilter import CPU_TENSOR_SOURCE, DEVICE_OR_INPUT_SOURCE
 from devlint.analysis.syntax import call_arguments, dotted_name
 from devlint.analysis.syntax_screen import SyntaxFacts
 from devlint.analysis.torch_api import FUNCTIONAL_LOSSES, looks_like_loss
 from devlint.analysis.values import UNKNOWN, Kind, Value, Where
 from devlint.rules.base import FlowRule, Invalid
+
+if TYPE_CHECKING:
+    from devlint.flow_context import FlowContext
 
 
 class MissingDeviceMove(FlowRule):
@@ -22,7 +31,10 @@ class MissingDeviceMove(FlowRule):
     module moved to a device; the labels or targets of a loss whose other
     argument is on a device; a loss built with a CPU `weight` while its inputs
     are on a device; a tensor created inside `forward` without `device=` and
-    combined with the module's input.
+    combined with the module's input, or with a tensor parameter of any
+    function (which lives on its caller's device). Such a tensor is reported at
+    the factory that made it, where `device=` goes, citing where it meets the
+    input.
 
     ## Why is this bad?
     The forgotten `.to(device)`: the script runs on the author's CPU, then fails
@@ -108,6 +120,9 @@ class MissingDeviceMove(FlowRule):
         "import torch\ndef f(x: torch.Tensor):\n    return x * torch.tensor(2.0)",
         "import torch\ndef f(x: torch.Tensor, a):\n    return x + torch.from_numpy(a)",
         "import torch\ndef f(x: torch.Tensor):\n    return x.cpu() + torch.zeros(3)",
+        # a file that places nothing on a device is CPU-side code (a data pipeline's resizer):
+        # a parameter used as a tensor there is what its callers made on the CPU
+        "import torch\ndef shift(x, n):\n    idx = torch.arange(n)\n    return x.unsqueeze(0) + idx",
         "import torch\ndef collate(x: torch.Tensor):\n    return x + torch.zeros(3)",
         "import torch\nclass Data(torch.utils.data.Dataset):\n"
         "    def get(self, x: torch.Tensor):\n        return x + torch.zeros(3)",
@@ -164,9 +179,9 @@ class MissingDeviceMove(FlowRule):
         Invalid(
             "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
             "    def forward(self, x):\n        mask = torch.ones(x.shape)\n        return x * mask",
-            6,
-            20,
-            "inside `forward`",
+            5,
+            16,
+            "creates a tensor on the CPU inside `forward` that is combined with `x` at line 6",
         ),
         Invalid(
             "import torch\nimport torch.nn.functional as F\n"
@@ -194,10 +209,10 @@ class MissingDeviceMove(FlowRule):
             "`lengths`)",
         ),
         Invalid(
-            "import torch\ndef shift(x, n):\n    idx = torch.arange(n)\n"
-            "    return x.unsqueeze(0) + idx",
-            4,
-            29,
+            "import torch\ndef place(t, device):\n    return t.to(device)\n"
+            "def shift(x, n):\n    idx = torch.arange(n)\n    return x.unsqueeze(0) + idx",
+            5,
+            11,
         ),
         Invalid(
             "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
@@ -215,8 +230,8 @@ class MissingDeviceMove(FlowRule):
             "    def forward(self, tokens, mask=None):\n        if mask is None:\n"
             "            mask = torch.ones(tokens.shape[0], tokens.shape[1]).bool()\n"
             "        return tokens * mask.unsqueeze(-1)",
-            7,
-            25,
+            6,
+            20,
         ),
         # a helper hands its caller's CPU data to the model the caller moved
         Invalid(
@@ -242,8 +257,8 @@ class MissingDeviceMove(FlowRule):
             "    def penalty(self):\n        total = torch.zeros(())\n"
             "        for p in self.parameters():\n            total += p.abs().sum()\n"
             "        return total",
-            7,
-            13,
+            5,
+            17,
         ),
         # a tensor method combines its receiver with its tensor arguments
         Invalid(
@@ -259,6 +274,10 @@ class MissingDeviceMove(FlowRule):
         return (
             facts.device_source or facts.forward_method or facts.tensor_parameter
         ) and facts.cpu_tensor_source
+
+    def begin_analysis(self, analysis: FlowContext) -> None:
+        super().begin_analysis(analysis)
+        self._factories_reported: set[ast.AST] = set()
 
     def visit_Call(self, node: ast.Call) -> None:
         flow = self.analysis.flow
@@ -430,14 +449,31 @@ class MissingDeviceMove(FlowRule):
         input_node, input_value = follower
         if input_value.kind is Kind.TENSOR and not _made_by_factory(value):
             return  # outside `forward`, only a tensor the function itself made is evidence
-        citations = Citations()
-        evidence = citations.of(value.placement)
         follows = (
             "which follows the module's device"
             if input_value.kind is not Kind.TENSOR
             else f"which is on the caller's device ({input_value.placement.evidence})"
         )
         where = "inside `forward` " if input_value.kind is not Kind.TENSOR else ""
+        factory = cpu_factory(value, created)
+        if factory is not None:
+            # Reported where the fix goes, `device=` on the factory, once for all its uses.
+            if factory in self._factories_reported:
+                return
+            if not self.analysis.expects_failure():  # (inside `pytest.raises` it is meant)
+                self._factories_reported.add(factory)
+            self.report(
+                factory,
+                f"`{self.analysis.source_of(factory)}` creates a tensor on the CPU {where}that "
+                f"is combined with `{self.analysis.source_of(input_node)}` at line {{line0}}, "
+                f"{follows}: create it with `device=` the input's device (or register it as a "
+                "buffer)",
+                (created,),
+                statement=self.analysis.statement_of(factory) or factory,
+            )
+            return
+        citations = Citations()
+        evidence = citations.of(value.placement)
         self.report(
             created,
             f"`{self.analysis.source_of(created)}` is {evidence} {where}but combined "

@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 
 from devlint.analysis.operations import Citations
-from devlint.analysis.prefilter import DEVICE_SOURCE
+from devlint.analysis.prefilter import DEVICE_SOURCE_OR_TENSOR_TYPE
 from devlint.analysis.syntax import has_arguments, method_name
 from devlint.analysis.syntax_screen import SyntaxFacts
 from devlint.analysis.values import Kind, Value, Where, sequence_items
@@ -23,8 +23,10 @@ class NumpyOnDeviceTensor(FlowRule):
     module's output handed to a numpy function is not flagged: a pipeline may
     return numpy images already; `.numpy()` itself proves a tensor. Code that
     prepares CPU data by design (a dataset's methods, collate functions, the
-    helpers of a test module) is left out, and so is a parameter in a file that
-    places nothing on a device: CPU-side code whose callers pass CPU tensors.
+    helpers of a test module) is left out. In a file that places nothing on a
+    device, CPU-side code whose callers pass CPU tensors, only a parameter
+    annotated `Tensor` (a typed API) counts; and a script's helper whose every
+    call in the file passes a CPU tensor takes that as its evidence.
 
     ## Why is this bad?
     NumPy arrays live in host memory: on a CUDA tensor `.numpy()` raises "can't
@@ -54,9 +56,10 @@ class NumpyOnDeviceTensor(FlowRule):
     summary = ".numpy() on a tensor that may be on a GPU"
     fixable = True
     trigger_tokens = ("numpy",)
-    # Only files that place something on a device: code that never does is CPU-side by design,
-    # and its `.numpy()` on a parameter is how its callers use it (they pass CPU tensors).
-    required_patterns = (DEVICE_SOURCE,)
+    # A file that places nothing on a device is CPU-side by design, and its `.numpy()` on a
+    # parameter is how its callers use it (they pass CPU tensors); there only a parameter
+    # annotated `Tensor`, a typed API, lives on its caller's device (see `parameters`).
+    required_patterns = (DEVICE_SOURCE_OR_TENSOR_TYPE,)
 
     VALID = (
         "import torch\nx = torch.zeros(3).to(device)\na = x.cpu().numpy()",
@@ -64,9 +67,22 @@ class NumpyOnDeviceTensor(FlowRule):
         "import torch\nx = torch.zeros(3)\na = x.numpy()",
         "def f(x):\n    return x.tolist()",
         # a file that places nothing on a device is CPU-side code: its callers pass CPU tensors
-        "import torch\ndef tensor_id(tensor: torch.Tensor):\n    return hash(tensor.numpy().data)",
+        "import torch\ndef tensor_id(tensor):\n    return hash(tensor.numpy().data)",
         "import torch\nclass Pairs(torch.utils.data.Dataset):\n"
         "    def __getitem__(self, i):\n        return self.data[i].numpy()",
+        # a script's helper whose every call, in sight, passes a CPU tensor
+        "import torch\nx = torch.zeros(2).cuda()\ndef show(t: torch.Tensor):\n"
+        "    return t.numpy()\nshow(torch.ones(3))",
+        # branches that agree, a path-blind analysis cannot tell: the second undoes the first
+        "import torch\nx = torch.zeros(3)\nif use_gpu:\n    x = x.cuda()\n"
+        "if use_gpu:\n    x = x.cpu()\na = x.numpy()",
+        # a name the code type-tests may hold an array: its device read says nothing of it
+        "import numpy as np\nimport torch\ndef pad(array, n):\n    if torch.is_tensor(array):\n"
+        "        array = array.index_select(0, torch.arange(n, device=array.device))\n"
+        "    else:\n        array = array.take(range(n))\n        array = np.pad(array, 2)\n"
+        "    return array",
+        # moved on no path: the CPU tensor either way
+        "import torch\nx = torch.zeros(3)\nif use_gpu:\n    x = x.cpu()\na = x.numpy()",
         # a type test proves the other branch holds an array
         "import numpy as np\nimport torch\ndef f(image):\n"
         "    if isinstance(image, torch.Tensor):\n        image = image.unsqueeze(1)\n"
@@ -102,6 +118,30 @@ class NumpyOnDeviceTensor(FlowRule):
         "    x = x.cpu()\na = x.numpy()",
     )
     INVALID = (
+        # a tensor whose device the code reads lives on a device chosen elsewhere
+        Invalid(
+            "import torch\ndef td_errors(policy, batch):\n    q = policy(batch).values\n"
+            "    r = torch.tensor(batch.returns, device=q.device)\n    td = r - q\n"
+            "    return td.detach().numpy()",
+            6,
+            12,
+            "(created on `q.device` at line 4)",
+        ),
+        # moved on one path only: the bug waits for the run with a GPU
+        Invalid(
+            "import torch\nx = torch.zeros(3)\nif use_gpu:\n    x = x.cuda()\na = x.data.numpy()",
+            5,
+            5,
+            "(moved with `.cuda()` to `cuda` at line 4, on some paths)",
+        ),
+        # a typed API: its caller's tensors, wherever they live (a metric on a GPU)
+        Invalid(
+            "from torch import Tensor\ndef score(preds: Tensor) -> float:\n"
+            "    return auc(preds.numpy())",
+            3,
+            16,
+            "parameter `preds`",
+        ),
         Invalid(
             "import torch\nx = torch.zeros(3).to(device)\na = x.numpy()",
             3,
@@ -162,7 +202,7 @@ class NumpyOnDeviceTensor(FlowRule):
 
     @classmethod
     def may_fire_in(cls, facts: SyntaxFacts) -> bool:
-        return facts.device_source
+        return facts.device_source or facts.tensor_parameter
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
@@ -177,7 +217,7 @@ class NumpyOnDeviceTensor(FlowRule):
             return
         name = self.analysis.source_of(func.value)
         citations = Citations()
-        evidence = citations.of(receiver.placement)
+        evidence = _evidence(citations, receiver)
         self.report(
             node,
             f"`{name}` may be on a GPU ({evidence}) and `.numpy()` needs host memory: "
@@ -202,7 +242,7 @@ class NumpyOnDeviceTensor(FlowRule):
                 continue  # a module's output may be an array already (a pipeline's images)
             name = self.analysis.source_of(argument)
             citations = Citations()
-            evidence = citations.of(value.placement)
+            evidence = _evidence(citations, value)
             fix = None
             if isinstance(argument, (ast.Name, ast.Attribute, ast.Subscript, ast.Call)):
                 fix = RawFix(
@@ -242,9 +282,14 @@ class NumpyOnDeviceTensor(FlowRule):
 def _may_be_on_gpu(value: Value) -> bool:
     """On a device, or on the caller's device: a tensor parameter, `forward`'s input, what a
     module's layers compute. Library code runs wherever its caller keeps the data."""
-    if value.where is Where.DEVICE:
+    if value.where in (Where.DEVICE, Where.MAYBE_DEVICE):
         return True
     return value.where is Where.INPUT and value.kind is Kind.TENSOR
+
+
+def _evidence(citations: Citations, value: Value) -> str:
+    cited = citations.of(value.placement)
+    return f"{cited}, on some paths" if value.where is Where.MAYBE_DEVICE else cited
 
 
 def _converted_arguments(node: ast.Call) -> list[ast.expr]:
