@@ -18,6 +18,7 @@ The interpreter reads CPython's syntax tree (see :mod:`devlint.analysis.syntax`)
 from __future__ import annotations
 
 import ast
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Optional, Union
@@ -171,6 +172,7 @@ class DeviceFlow(CallEvaluator):
         self._class_attributes: dict[str, Env] = {}
         self._module = module
         self._device_source: Optional[bool] = None
+        self._call_counts: Optional[Counter[str]] = None
         self._collect_definitions(module.body)
         self._bases = {name: facts.bases for name, facts in self.classes.items()}
         self._run(module)
@@ -354,7 +356,7 @@ class DeviceFlow(CallEvaluator):
         """The parameters the file's own script passes only CPU values: a helper of a script
         or notebook called only from its module-level code, whose callers are in sight and
         are the evidence (an unknown argument leaves the contract as it is)."""
-        if not sites or len(sites) != _calls_written(self._module, function.name):
+        if not sites or len(sites) != self._calls_written()[function.name]:
             return frozenset()
         bound = [site for site in sites if site is not None]
         if len(bound) != len(sites):
@@ -364,6 +366,11 @@ class DeviceFlow(CallEvaluator):
             for name in bound[0]
             if all(name in site and site[name].where is Where.CPU for site in bound)
         )
+
+    def _calls_written(self) -> Counter[str]:
+        if self._call_counts is None:
+            self._call_counts = _calls_by_name(self._module)
+        return self._call_counts
 
     def _places_on_device(self) -> bool:
         """Whether the file places anything on a device (the screen's reading of it)."""
@@ -512,7 +519,7 @@ class DeviceFlow(CallEvaluator):
         """What every construction site of class ``name`` passes to its `__init__`, joined;
         nothing unless each site in the file was seen, and the class has no subclass here."""
         sites = self._constructions.get(name, [])
-        written = _calls_written(self._module, name)
+        written = self._calls_written()[name]
         subclassed = any(name in facts.bases for facts in self.classes.values())
         if not sites or len(sites) != written or subclassed or any(s is None for s in sites):
             return {}
@@ -778,12 +785,12 @@ def _placed_by_parameter(
     return any(parameter.arg == root and root not in exempt for parameter in every)
 
 
-def _calls_written(module: ast.Module, name: str) -> int:
-    """How many calls of ``name`` the file writes."""
-    return sum(
-        1
+def _calls_by_name(module: ast.Module) -> Counter[str]:
+    """How many calls of each plain name (`helper(...)`, `Trainer(...)`) the file writes."""
+    return Counter(
+        node.func.id
         for node in ast.walk(module)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
     )
 
 
