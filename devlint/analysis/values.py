@@ -176,8 +176,9 @@ def combine(operands: Iterable[Value]) -> Value:
     """The result of an elementwise operation: on the device of its non-scalar tensor operands.
 
     An operand of unknown placement makes the result unknown, precision first, except beside a
-    tensor with elements on a device: if the operation succeeds at all, its result is there
-    (a CPU tensor, a numpy array or a list beside it fails at this line).
+    tensor on a device: if the operation succeeds at all, its result is there (a CPU tensor
+    with elements, a numpy array or a list beside it fails at this line; only a CPU scalar
+    mixes, and it leaves the result on the device).
     """
     placements: list[Placement] = []
     scalar = True
@@ -195,16 +196,14 @@ def combine(operands: Iterable[Value]) -> Value:
         placements.append(operand.placement)
         scalar = scalar and operand.scalar
         anchored = anchored or (
-            operand.kind is Kind.TENSOR
-            and not operand.scalar
-            and operand.where in (Where.DEVICE, Where.INPUT)
+            operand.kind is Kind.TENSOR and operand.where in (Where.DEVICE, Where.INPUT)
         )
     if not placements or (unknown and not anchored):
         return UNKNOWN
     first = placements[0]
     if any(not first.same_place(other) for other in placements[1:]):
         return UNKNOWN  # a device mismatch: reported where it happens, not downstream
-    return Value(Kind.TENSOR, first, scalar=scalar and not unknown, module_output=module_output)
+    return Value(Kind.TENSOR, first, scalar=scalar, module_output=module_output)
 
 
 def mismatch(operands: Iterable[Value]) -> Optional[tuple[Value, Value]]:

@@ -127,6 +127,17 @@ class NumpyOnDeviceTensor(FlowRule):
             12,
             "(created on `q.device` at line 4)",
         ),
+        # indexed (maybe down to one element) and combined with what may be an array: if
+        # `r - q` exists at all, it is on `q`'s device
+        Invalid(
+            "import numpy as np\nimport torch\ndef td_errors(policy, batch):\n"
+            "    q = policy(batch).values\n    q = q[np.arange(len(q)), batch.act]\n"
+            "    r = batch.returns\n    if isinstance(r, np.ndarray):\n"
+            "        r = torch.tensor(r, device=q.device)\n    return (r - q).detach().numpy()",
+            9,
+            12,
+            "`q`, whose device is read at line 8",
+        ),
         # moved on one path only: the bug waits for the run with a GPU
         Invalid(
             "import torch\nx = torch.zeros(3)\nif use_gpu:\n    x = x.cuda()\na = x.data.numpy()",
