@@ -97,3 +97,14 @@ def test_a_value_moved_at_the_end_of_an_iteration_is_seen_at_the_next() -> None:
     flow = DeviceFlow(tree, names, SourceText(source))
     (addition,) = (node for node in ast.walk(tree) if isinstance(node, ast.BinOp))
     assert flow.value_of(addition).where is Where.DEVICE
+
+
+def test_a_tensor_converted_from_numpy_is_reported_where_it_meets_the_input() -> None:
+    # `torch.from_numpy` takes no `device=`: the finding stays on the operation, not the call.
+    source = (
+        "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
+        "    def forward(self, x, a):\n        t = torch.from_numpy(a)\n        return x * t\n"
+    )
+    [found] = lint_snippet(source, {"DEV005"})
+    assert (found.start.row, found.start.column) == (6, 20)
+    assert "created on the CPU by `torch.from_numpy(...)` at line 5" in found.message

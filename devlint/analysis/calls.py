@@ -129,6 +129,9 @@ class CallEvaluator:
     def note_module_input(self, call: ast.Call, module: Value, arguments: list[Value]) -> None:
         raise NotImplementedError
 
+    def device_read(self, unit: Unit, name: str) -> Optional[ast.Attribute]:
+        raise NotImplementedError
+
     def bound_in_context(self, node: ast.expr) -> bool:
         """Whether ``node`` names a parameter the call being analysed passed a value for."""
         frames = self.frames
@@ -181,7 +184,7 @@ class CallEvaluator:
     def _name(self, node: ast.Name, env: Env, unit: Unit) -> Value:
         value = env.get(node.id, UNKNOWN)
         if value.kind is Kind.UNKNOWN and value.where is Where.UNKNOWN:
-            read = unit.device_read(node.id)
+            read = self.device_read(unit, node.id)
             if read is not None:  # a tensor whose device the code reads: on a device, somewhere
                 evidence = f"`{node.id}`, whose device is read"
                 return Value(Kind.TENSOR, Placement(Where.INPUT, evidence=evidence, origin=read))

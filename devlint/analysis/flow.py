@@ -88,16 +88,6 @@ class Unit:
     submodules: frozenset[str] = frozenset()
     returns: list[Value] = field(default_factory=list)
     default_device_changed: int = 0  # inside `with torch.device(...)`
-    _on_a_device: Optional[dict[str, ast.Attribute]] = None
-
-    def device_read(self, name: str) -> Optional[ast.Attribute]:
-        """Where the function reads the device of ``name``, a tensor it uses (see
-        `parameters.names_on_a_device`); None for the module script."""
-        if self.function is None:
-            return None
-        if self._on_a_device is None:
-            self._on_a_device = names_on_a_device(self.function)
-        return self._on_a_device.get(name)
 
 
 @dataclass(frozen=True)
@@ -165,14 +155,16 @@ class DeviceFlow(CallEvaluator):
         self.call_findings: dict[ast.Call, list[CallFinding]] = {}
         # What each plain class's construction sites pass to `__init__`, in the order seen.
         self._constructions: dict[str, list[Optional[dict[str, Value]]]] = {}
-        # What each helper of this file is passed at its call sites, in the order seen.
-        self._calls: dict[FunctionNode, list[Optional[dict[str, Value]]]] = {}
+        # What the module script passes each helper of this file at its calls, in order.
+        self._script_calls: dict[FunctionNode, list[Optional[dict[str, Value]]]] = {}
+        self._in_script = False
         self._in_progress: set[FunctionNode] = set()
         # What each plain class's `__init__` leaves in `self` attributes no other method changes.
         self._class_attributes: dict[str, Env] = {}
         self._module = module
         self._device_source: Optional[bool] = None
         self._call_counts: Optional[Counter[str]] = None
+        self._device_reads: dict[FunctionNode, dict[str, ast.Attribute]] = {}
         self._collect_definitions(module.body)
         self._bases = {name: facts.bases for name, facts in self.classes.items()}
         self._run(module)
@@ -206,13 +198,14 @@ class DeviceFlow(CallEvaluator):
 
     def _run(self, module: ast.Module) -> None:
         script_env: Env = {}
+        self._in_script = True
         self.exec_block(module.body, script_env, Unit(None))
+        self._in_script = False
         self.globals = script_env
-        script_calls = {function: list(sites) for function, sites in self._calls.items()}
         for function, owner in _functions_in(module.body, None):
             if owner is None or owner.name not in self.classes:
                 parameters = self._tensor_parameters(function, ())
-                parameters -= self._placed_by_script(function, script_calls.get(function, []))
+                parameters -= self._placed_by_script(function)
                 unit = Unit(function, tensor_parameters=parameters)
                 self._analyze(function, unit, {})
         for name, facts in self.classes.items():
@@ -350,12 +343,11 @@ class DeviceFlow(CallEvaluator):
             return frozenset()  # the screen's names are a superset: nothing to refine
         return frozenset(tensor_parameters(function, names_used_as_tensors(function)))
 
-    def _placed_by_script(
-        self, function: FunctionNode, sites: list[Optional[dict[str, Value]]]
-    ) -> frozenset[str]:
+    def _placed_by_script(self, function: FunctionNode) -> frozenset[str]:
         """The parameters the file's own script passes only CPU values: a helper of a script
         or notebook called only from its module-level code, whose callers are in sight and
         are the evidence (an unknown argument leaves the contract as it is)."""
+        sites = self._script_calls.get(function, [])
         if not sites or len(sites) != self._calls_written()[function.name]:
             return frozenset()
         bound = [site for site in sites if site is not None]
@@ -371,6 +363,18 @@ class DeviceFlow(CallEvaluator):
         if self._call_counts is None:
             self._call_counts = _calls_by_name(self._module)
         return self._call_counts
+
+    def device_read(self, unit: Unit, name: str) -> Optional[ast.Attribute]:
+        """Where ``unit``'s function reads the device of ``name``, a tensor it uses (see
+        `parameters.names_on_a_device`), once per function whatever its contexts; None for the
+        module script."""
+        function = unit.function
+        if function is None:
+            return None
+        reads = self._device_reads.get(function)
+        if reads is None:
+            reads = self._device_reads[function] = names_on_a_device(function)
+        return reads.get(name)
 
     def _places_on_device(self) -> bool:
         """Whether the file places anything on a device (the screen's reading of it)."""
@@ -427,8 +431,8 @@ class DeviceFlow(CallEvaluator):
     def call_summary(self, function: FunctionNode, call: ast.Call, arguments: list[Value]) -> Value:
         """What a helper of this file returns for this call's arguments (see `contexts`)."""
         bound = bind_arguments(function, call, arguments)
-        if self.recording:
-            self._calls.setdefault(function, []).append(bound)
+        if self.recording and self._in_script:
+            self._script_calls.setdefault(function, []).append(bound)
         if bound is None or function in self._in_progress:
             return self.summary(function)
         known = {name: value for name, value in bound.items() if value is not UNKNOWN}

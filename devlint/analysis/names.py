@@ -37,6 +37,15 @@ def _module_path(node: Union[cst.Attribute, cst.Name]) -> str:
     return name
 
 
+def names_imported_from(node: cst.ImportFrom) -> list[tuple[cst.ImportAlias, str]]:
+    """Each name of an absolute `from module import a, b as c`, with its qualified name
+    (`module.a`); none for a relative or a star import, which name no module of their own."""
+    if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+        return []
+    module = _module_path(node.module)
+    return [(alias, f"{module}.{_module_path(alias.name)}") for alias in node.names]
+
+
 class ImportMap:
     """Local names bound by imports, mapped to the fully qualified names they stand for."""
 
@@ -53,15 +62,11 @@ class ImportMap:
                 self._bindings[top] = top
 
     def add_import_from(self, node: cst.ImportFrom) -> None:
-        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
-            return
-        module = _module_path(node.module)
-        for alias in node.names:
-            imported = _module_path(alias.name)
-            local = imported
+        for alias, qualified in names_imported_from(node):
+            local = _module_path(alias.name)
             if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
                 local = alias.asname.name.value
-            self._bindings[local] = f"{module}.{imported}"
+            self._bindings[local] = qualified
 
     def add_statements(self, body: Iterable[cst.CSTNode]) -> None:
         """Record the imports among module-level statements, looking inside if/try/with."""

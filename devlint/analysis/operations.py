@@ -65,12 +65,18 @@ def _call_operands(node: ast.Call) -> Iterator[ast.expr]:
             yield value
 
 
+def made_by_factory(value: Value) -> bool:
+    """A tensor created by a torch factory, not converted from numpy or moved with `.cpu()`:
+    code that converts or moves to the CPU on purpose is CPU code by design."""
+    evidence = value.placement.evidence
+    return evidence.startswith("created on the CPU by") and "from_numpy" not in evidence
+
+
 def cpu_factory(value: Value, operand: ast.expr) -> Optional[ast.Call]:
     """The torch factory that made ``value`` on the CPU, where it is not ``operand`` itself:
     where `device=` goes, so where a finding about the operand is best reported."""
     origin = value.placement.origin
-    made = value.placement.evidence.startswith("created on the CPU by")
-    if made and isinstance(origin, ast.Call) and origin is not operand:
+    if made_by_factory(value) and isinstance(origin, ast.Call) and origin is not operand:
         return origin
     return None
 

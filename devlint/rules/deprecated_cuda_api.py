@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from devlint.analysis.names import dotted_name
+from devlint.analysis.names import dotted_name, names_imported_from
 from devlint.context import NodeEdit, RawFix
 from devlint.diagnostics import Applicability
 from devlint.rules.base import Invalid, Rule
@@ -193,11 +193,7 @@ class DeprecatedCudaApi(Rule):
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         self._inside_import += 1
-        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
-            return
-        module = dotted_name(node.module)
-        for alias in node.names:
-            qualified = f"{module}.{dotted_name(alias.name)}"
+        for alias, qualified in names_imported_from(node):
             if qualified not in REPLACEMENTS or not isinstance(alias.name, cst.Name):
                 continue
             if alias.asname is None:

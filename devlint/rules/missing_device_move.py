@@ -11,6 +11,7 @@ from devlint.analysis.operations import (
     cpu_factory,
     find_mismatch,
     first_cpu_operand,
+    made_by_factory,
     operands,
 )
 from devlint.analysis.prefilter import CPU_TENSOR_SOURCE, DEVICE_OR_INPUT_SOURCE
@@ -447,7 +448,7 @@ class MissingDeviceMove(FlowRule):
             return
         created, value = found
         input_node, input_value = follower
-        if input_value.kind is Kind.TENSOR and not _made_by_factory(value):
+        if input_value.kind is Kind.TENSOR and not made_by_factory(value):
             return  # outside `forward`, only a tensor the function itself made is evidence
         follows = (
             "which follows the module's device"
@@ -481,10 +482,3 @@ class MissingDeviceMove(FlowRule):
             "create it with `device=` the input's device (or register it as a buffer)",
             citations.cited(),
         )
-
-
-def _made_by_factory(value: Value) -> bool:
-    """A tensor created by a torch factory, not converted from numpy or moved with `.cpu()`:
-    code that converts or moves to the CPU on purpose is CPU code by design."""
-    evidence = value.placement.evidence
-    return evidence.startswith("created on the CPU by") and "from_numpy" not in evidence

@@ -4,7 +4,7 @@ from typing import Optional
 
 import libcst as cst
 
-from devlint.analysis.names import dotted_name
+from devlint.analysis.names import dotted_name, names_imported_from
 from devlint.analysis.torch_versions import first_release
 from devlint.context import FileContext
 from devlint.rules.base import Invalid, Rule
@@ -114,11 +114,8 @@ class NewerThanTorchFloor(Rule):
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         self._inside_import += 1
-        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
-            return
-        module = dotted_name(node.module)
-        for alias in node.names:
-            self._check(alias.name, f"{module}.{dotted_name(alias.name)}")
+        for alias, qualified in names_imported_from(node):
+            self._check(alias.name, qualified)
 
     def leave_ImportFrom(self, original_node: cst.ImportFrom) -> None:
         self._inside_import -= 1
