@@ -85,7 +85,9 @@ class RuleSet:
         self.fixable = fixable  # None: every rule's fixes are offered
         self.style = style  # how fixes write a device (the project's torch floor)
         self.rules: list[Rule] = [
-            cls() for cls in ALL_RULES if cls.code in selected and cls.code not in _ENGINE_CODES
+            cls()
+            for cls in ALL_RULES
+            if cls.code in selected and cls.code not in _ENGINE_CODES and cls.applies_under(style)
         ]
         self._visit: _RuleHooks = {}
         self._leave: _RuleHooks = {}

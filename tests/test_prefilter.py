@@ -9,7 +9,8 @@ import pytest
 from devlint.analysis import prefilter
 from devlint.config import ALL_CODES
 from devlint.engine import RuleSet, lint_source
-from devlint.rules import ALL_RULES, Rule
+from devlint.rules import ALL_RULES, RULES_BY_CODE, Rule
+from devlint.torch_floor import DeviceStyle, TorchFloor, parse_version
 
 from .helpers import FIXTURES
 
@@ -69,3 +70,45 @@ def test_text_tests_accept_unusual_spellings(test: prefilter.TextTest, text: str
 )
 def test_text_tests_reject_files_without_the_words(test: prefilter.TextTest, text: str) -> None:
     assert not test.search(text)
+
+
+@pytest.mark.parametrize(
+    ("rule", "text"),
+    [
+        ("DEV001", "x = x.cuda (\n)"),
+        ("DEV001", "d = torch.device(f'cuda:{rank}')"),
+        ("DEV001", "x = x.to(r'cuda')"),
+        ("DEV010", "x = x.cuda(0x1)"),
+        ("DEV010", "d = torch.device('cuda', index=1)"),
+        ("DEV010", 'd = torch.device("cuda",\n    1)'),
+        ("DEV010", "torch.cuda.set_device( 2 )"),
+        ("DEV010", "x = x.to('cuda:10')"),
+        ("DEV012", "x = x.to(\n    0)"),
+        ("DEV012", "d = torch.device(0)"),
+        ("DEV012", "y = x.new_zeros(3, device = 0)"),
+        ("DEV014", "d = 'cuda' if torch.cuda.is_available () else \"cpu\"\nx.pin_memory()"),
+        ("DEV016", "d = 'mps'\nx = x.to(d).double()"),
+    ],
+)
+def test_rule_text_tests_accept_unusual_spellings(rule: str, text: str) -> None:
+    assert RULES_BY_CODE[rule].may_fire(text)
+
+
+@pytest.mark.parametrize(
+    ("rule", "text"),
+    [
+        ("DEV001", "x = x.to(device)  # was cuda"),
+        ("DEV010", "x = x.to('cuda:0')\ny = y.cuda()"),
+        ("DEV012", "x = x.to(device)"),
+        ("DEV014", "torch.cuda.synchronize()"),  # no fallback to the CPU: DEV001's code
+        ("DEV016", "x = x.to('mps')"),
+    ],
+)
+def test_rule_text_tests_skip_files_the_rule_cannot_fire_on(rule: str, text: str) -> None:
+    assert not RULES_BY_CODE[rule].may_fire(text)
+
+
+def test_a_rule_that_reads_the_torch_floor_runs_only_where_one_is_declared() -> None:
+    assert "DEV011" not in {rule.code for rule in RuleSet(ALL_CODES).rules}
+    floor = DeviceStyle(TorchFloor(parse_version("2.0"), "pyproject.toml:3"))
+    assert "DEV011" in {rule.code for rule in RuleSet(ALL_CODES, style=floor).rules}

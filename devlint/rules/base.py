@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from devlint.analysis.syntax_screen import SyntaxFacts
     from devlint.context import FileContext, FindingCollector, Node, RawFix
     from devlint.flow_context import FlowContext
+    from devlint.torch_floor import DeviceStyle
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,12 @@ class Rule:
         if cls.trigger_tokens and not any(token in source for token in cls.trigger_tokens):
             return False
         return all(pattern.search(source) for pattern in cls.required_patterns)
+
+    @classmethod
+    def applies_under(cls, style: DeviceStyle) -> bool:
+        """False where the project's settings leave the rule nothing to check (a rule that
+        reads the torch floor, where none is declared): it is not run at all."""
+        return True
 
     @classmethod
     def documentation(cls) -> str:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 import libcst as cst
@@ -7,6 +8,8 @@ import libcst as cst
 from devlint.analysis.devices import argument, string_value
 from devlint.context import FileContext
 from devlint.rules.base import Invalid, Rule
+
+_FLOAT64_TEXT = re.compile(r"float64|double")  # `torch.float64`, `torch.double`, `.double()`
 
 _FLOAT64 = frozenset({"torch.float64", "torch.double"})
 _FLOAT64_METHODS = frozenset({"double"})
@@ -53,6 +56,7 @@ class Float64OnMps(Rule):
     name = "double-on-mps"
     summary = "float64 on a device that can be MPS, which has no float64"
     trigger_tokens = ("mps",)
+    required_patterns = (_FLOAT64_TEXT,)
 
     VALID = (
         "import torch\ndevice = 'mps' if torch.backends.mps.is_available() else 'cpu'\n"

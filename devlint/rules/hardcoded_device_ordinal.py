@@ -9,6 +9,13 @@ from devlint.analysis.devices import argument, string_value
 from devlint.rules.base import Invalid, Rule
 
 _ORDINAL_STRING = re.compile(r"cuda:(\d+)\Z")
+# "cuda:N" with N > 0, or a non-zero integer literal where a device goes (`.cuda(1)`,
+# `device=1`, `set_device(1)`, `torch.device("cuda", 1)`, `index=1`).
+_ORDINAL_TEXT = re.compile(
+    r"cuda\s*:\s*\d*[1-9]"
+    r"""|(?:device\s*=|device\s*\(|\.\s*(?:to|cuda)\s*\(|\bindex\s*=|["']\s*,)"""
+    r"\s*(?:0[xXoObB])?\d*[1-9]"
+)
 _INDEX_CALLS = frozenset({"torch.cuda.set_device", "torch.cuda.device"})
 
 
@@ -65,6 +72,7 @@ class HardcodedDeviceOrdinal(Rule):
     name = "hardcoded-device-ordinal"
     summary = "hard-coded GPU index 1 or higher"
     trigger_tokens = ("cuda",)
+    required_patterns = (_ORDINAL_TEXT,)
 
     VALID = (
         "x = x.to('cuda:0')",

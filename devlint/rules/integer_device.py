@@ -1,11 +1,15 @@
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 import libcst as cst
 
 from devlint.analysis.devices import argument
 from devlint.rules.base import Invalid, Rule
+
+# An integer literal where a device goes: `device=0`, `torch.device(0)`, `.to(0)`.
+_INTEGER_DEVICE_TEXT = re.compile(r"(?:\bdevice\s*=|\bdevice\s*\(|\btype\s*=|\.\s*to\s*\()\s*\d")
 
 # Tensor methods that take a device: a move and the `new_*` factories (`.cuda(0)` is DEV001's).
 _DEVICE_METHODS = frozenset({"to", "new_tensor", "new_zeros", "new_ones", "new_empty", "new_full"})
@@ -53,6 +57,7 @@ class IntegerDevice(Rule):
     name = "integer-device"
     summary = "integer device (the current accelerator) with no availability check"
     trigger_tokens = ("device", ".to(", "new_")
+    required_patterns = (_INTEGER_DEVICE_TEXT,)
 
     VALID = (
         "import torch\nif torch.cuda.is_available():\n    x = torch.zeros(2, device=0)",

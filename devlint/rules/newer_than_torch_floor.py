@@ -8,7 +8,7 @@ from devlint.analysis.names import dotted_name, names_imported_from
 from devlint.analysis.torch_versions import first_release
 from devlint.context import FileContext
 from devlint.rules.base import Invalid, Rule
-from devlint.torch_floor import Version
+from devlint.torch_floor import DeviceStyle, Version
 
 # Exceptions a `try` that probes for a newer API catches.
 _PROBING_ERRORS = frozenset({"AttributeError", "ImportError", "ModuleNotFoundError", "Exception"})
@@ -82,6 +82,10 @@ class NewerThanTorchFloor(Rule):
         Invalid("from torch.accelerator import current_accelerator\ncurrent_accelerator()", 1, 31),
         Invalid("import torch\nd = torch.get_default_device()", 2, 5, "`torch.get_default_device`"),
     )
+
+    @classmethod
+    def applies_under(cls, style: DeviceStyle) -> bool:
+        return style.floor.version is not None  # with no floor declared, nothing is too new
 
     def begin_file(self, context: FileContext) -> None:
         super().begin_file(context)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 import libcst as cst
@@ -10,6 +11,9 @@ from devlint.analysis.guards import checks_availability
 from devlint.context import FileContext, NodeEdit, RawFix
 from devlint.diagnostics import Applicability
 from devlint.rules.base import Invalid, Rule
+
+# `.cuda(` or a string that starts with "cuda": every construct the rule reports holds one.
+_CUDA_TEXT = re.compile(r"""\.\s*cuda\s*\(|["']cuda""")
 
 # `parser.add_argument(...)` (argparse) and `@click.option(...)`: command-line options.
 _OPTION_METHODS = frozenset({"add_argument", "option"})
@@ -89,6 +93,7 @@ class UnguardedCuda(Rule):
     summary = "CUDA used with no availability check"
     fixable = True
     trigger_tokens = ("cuda",)
+    required_patterns = (_CUDA_TEXT,)
 
     VALID = (
         "import pytest\nimport torch\ndef test_no_gpu():\n    with pytest.raises(RuntimeError):\n        torch.zeros(3).cuda()",

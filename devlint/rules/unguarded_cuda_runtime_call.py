@@ -88,6 +88,8 @@ class UnguardedCudaRuntimeCall(Rule):
     summary = "torch.cuda call that raises without CUDA, unguarded"
     fixable = True
     trigger_tokens = ("cuda", "pin_memory")
+    # Only code that falls back to the CPU is checked, and the file holds that code.
+    required_patterns = (_CHECKS_AVAILABILITY, _NAMES_CPU)
 
     VALID = (
         _FALLBACK + "torch.cuda.manual_seed_all(0)\ntorch.cuda.empty_cache()",
