@@ -36,6 +36,7 @@ from devlint.analysis.torch_api import (
     MODULE_FACTORY_PREFIXES,
     MODULE_SELF_METHODS,
     NEW_METHODS,
+    OPERAND_METHODS,
     PLACEMENT_KEEPING_METHODS,
     REDUCTIONS,
     SCALAR_CAPABLE_FACTORIES,
@@ -126,8 +127,26 @@ class CallEvaluator:
     def construct(self, call: ast.Call, name: str, arguments: list[Value]) -> None:
         raise NotImplementedError
 
+    def method_call(
+        self,
+        call: ast.Call,
+        method: FunctionNode,
+        receiver: Value,
+        arguments: list[Value],
+        caller: Unit,
+    ) -> Value:
+        raise NotImplementedError
+
     def note_module_input(self, call: ast.Call, module: Value, arguments: list[Value]) -> None:
         raise NotImplementedError
+
+    def note_operation(self, node: ast.AST, operands: Sequence[Value]) -> None:
+        raise NotImplementedError
+
+    def _operation(self, node: ast.AST, operands: Sequence[Value]) -> None:
+        """An operation's operands, seen inside a helper analysed in its caller's context."""
+        if self.frames and not self.recording:
+            self.note_operation(node, operands)
 
     def device_read(self, unit: Unit, name: str) -> Optional[ast.Attribute]:
         raise NotImplementedError
@@ -223,7 +242,9 @@ class CallEvaluator:
         return UNKNOWN
 
     def _binary(self, node: ast.BinOp, env: Env, unit: Unit) -> Value:
-        return combine([self.eval(node.left, env, unit), self.eval(node.right, env, unit)])
+        operands = [self.eval(node.left, env, unit), self.eval(node.right, env, unit)]
+        self._operation(node, operands)
+        return combine(operands)
 
     def _unary(self, node: ast.UnaryOp, env: Env, unit: Unit) -> Value:
         operand = self.eval(node.operand, env, unit)
@@ -233,6 +254,7 @@ class CallEvaluator:
         operands = [self.eval(node.left, env, unit)]
         operands.extend(self.eval(comparator, env, unit) for comparator in node.comparators)
         if any(operand.kind is Kind.TENSOR for operand in operands):
+            self._operation(node, operands)
             return combine(operands)
         return UNKNOWN
 
@@ -482,6 +504,8 @@ class CallEvaluator:
             or qualified in COMBINING_FUNCTIONS
             or qualified.startswith("torch.nn.functional.")
         ):
+            if qualified in COMBINING_FUNCTIONS:
+                self._operation(node, _operands(arguments))
             result = combine(_operands(arguments))
             if (
                 result is not UNKNOWN
@@ -575,6 +599,12 @@ class CallEvaluator:
         method = func.attr
         if method in DEVICE_MOVES:
             return self._move(node, func, method, receiver, env, unit, bare)
+        if type(func.value) is ast.Name and func.value.id == "self" and method in unit.methods:
+            result = self.method_call(node, unit.methods[method], receiver, arguments, unit)
+            if result is not UNKNOWN:
+                return result
+        if method in OPERAND_METHODS:
+            self._operation(node, [receiver, *_operands(arguments)])
         tensor_like = receiver.kind is Kind.TENSOR or (
             receiver.kind is Kind.UNKNOWN and receiver.where is not Where.UNKNOWN
         )

@@ -4,8 +4,11 @@ A helper of the file is analysed once per distinct context (the values its call 
 parameter), with a bound per helper past which its context-free summary is used. Parameters the
 call leaves out take their default's value (`device="cpu"`), never a default where the call
 passes an argument. What the helper does with a CPU tensor its caller passed, such as handing it
-to a module the caller moved (`score(net, features)` calling `net(features)`), is recorded as a
-:class:`CallFinding` at the call site that supplied the value.
+to a module the caller moved (`score(net, features)` calling `net(features)`) or combining it
+with a tensor on a device (`self._likelihood(inputs, mask)` adding `mask` to `inputs`), is
+recorded as a :class:`CallFinding` at the call site that supplied the value. Methods of the
+class being analysed (`self.helper(...)`) are called the same way, with `self` bound to the
+caller's.
 """
 
 from __future__ import annotations
@@ -25,12 +28,14 @@ CONTEXTS_PER_FUNCTION = 8
 
 @dataclass(frozen=True)
 class InnerFinding:
-    """In a callee: the parameter whose CPU value met a module on a device, and where."""
+    """In a callee: the parameter whose CPU value met a module on a device, or a tensor on one
+    in an operation, and where."""
 
     parameter: str
-    call: ast.Call  # the module call inside the callee (or deeper)
-    module: Value
-    function: str  # the helper the call is in
+    node: ast.AST  # the module call or the operation inside the callee (or deeper)
+    partner: Value  # the module, or the operand on a device
+    function: str  # the helper the node is in
+    combined: bool = False  # an operation, not a module call
 
 
 @dataclass(frozen=True)
@@ -94,13 +99,17 @@ def defaults_of(function: FunctionNode) -> dict[str, ast.expr]:
     return defaults
 
 
-def argument_node(call: ast.Call, function: FunctionNode, parameter: str) -> Optional[ast.expr]:
-    """The expression ``call`` passes for ``parameter``."""
+def argument_node(
+    call: ast.Call, function: FunctionNode, parameter: str, skip_first: bool = False
+) -> Optional[ast.expr]:
+    """The expression ``call`` passes for ``parameter`` (past `self` for a method call)."""
     for keyword in call.keywords:
         if keyword.arg == parameter:
             return keyword.value
     parameters = function.args
     positional = [p.arg for p in (*parameters.posonlyargs, *parameters.args)]
+    if skip_first:
+        positional = positional[1:]
     if parameter in positional:
         index = positional.index(parameter)
         if index < len(call.args):

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import ast
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Optional, Union
 
@@ -67,6 +67,7 @@ from devlint.analysis.values import (
     cpu_loader,
     join,
     join_all,
+    made_by_factory,
 )
 
 Env = dict[str, Value]
@@ -86,6 +87,8 @@ class Unit:
     # In a module's methods: the attributes `__init__` sets to a torch layer with parameters,
     # which run on the module's device (`self.embedding(positions)` in `forward`).
     submodules: frozenset[str] = frozenset()
+    # In a class's methods: the class's methods, which `self.name(...)` calls in context.
+    methods: Mapping[str, FunctionNode] = field(default_factory=dict)
     returns: list[Value] = field(default_factory=list)
     default_device_changed: int = 0  # inside `with torch.device(...)`
 
@@ -219,7 +222,7 @@ class DeviceFlow(CallEvaluator):
         init = facts.methods.get("__init__")
         if init is not None:
             # A plain class's `__init__` runs for what it sets; a module's, only to report.
-            unit = Unit(init, module_class)
+            unit = Unit(init, module_class, methods=facts.methods)
             context = {} if module_class else self._construction_context(name, init)
             init_env = self._analyze(init, unit, attributes, not module_class, context)
             attributes = {key: value for key, value in init_env.items() if key.startswith("self.")}
@@ -251,6 +254,7 @@ class DeviceFlow(CallEvaluator):
                     forward=forward,
                     tensor_parameters=parameters,
                     submodules=submodules,
+                    methods=facts.methods,
                 )
                 self._analyze(method, unit, attributes)
 
@@ -435,29 +439,64 @@ class DeviceFlow(CallEvaluator):
             self._script_calls.setdefault(function, []).append(bound)
         if bound is None or function in self._in_progress:
             return self.summary(function)
+        result = self._in_context(function, call, bound, Unit(function))
+        return self.summary(function) if result is None else result
+
+    def method_call(
+        self,
+        call: ast.Call,
+        method: FunctionNode,
+        receiver: Value,
+        arguments: list[Value],
+        caller: Unit,
+    ) -> Value:
+        """`self.helper(inputs, mask)` in a method of the class: the helper analysed with the
+        values passed, `self` included; UNKNOWN where it cannot be."""
+        bound = bind_arguments(method, call, arguments, skip_first=True)
+        positional = [*method.args.posonlyargs, *method.args.args]
+        if bound is None or not positional or method in self._in_progress:
+            return UNKNOWN
+        if receiver is not UNKNOWN:
+            bound[positional[0].arg] = receiver
+        unit = Unit(
+            method, caller.module_class, submodules=caller.submodules, methods=caller.methods
+        )
+        result = self._in_context(method, call, bound, unit, is_method=True)
+        return UNKNOWN if result is None else result
+
+    def _in_context(
+        self,
+        function: FunctionNode,
+        call: ast.Call,
+        bound: dict[str, Value],
+        unit: Unit,
+        is_method: bool = False,
+    ) -> Optional[Value]:
+        """What ``function`` returns for the values ``call`` passes, memoised per distinct
+        context; its findings about those values are passed on to ``call``. None past the
+        bound on contexts."""
         known = {name: value for name, value in bound.items() if value is not UNKNOWN}
         key = (function, tuple(sorted(known.items(), key=lambda pair: pair[0])))
         memo = self._contexts.get(key)
         if memo is None:
             count = self._context_counts.get(function, 0)
             if count >= CONTEXTS_PER_FUNCTION:
-                return self.summary(function)
+                return None
             self._context_counts[function] = count + 1
-            memo = self._analyze_in_context(function, known)
+            memo = self._analyze_in_context(function, known, unit)
             self._contexts[key] = memo
         result, findings = memo
         for inner in findings:
             if inner.parameter in bound:  # (not a default's value: the caller passed nothing)
-                self._pass_on(call, function, inner, bound[inner.parameter])
+                self._pass_on(call, function, inner, bound[inner.parameter], is_method)
         return result
 
     def _analyze_in_context(
-        self, function: FunctionNode, bound: dict[str, Value]
+        self, function: FunctionNode, bound: dict[str, Value], unit: Unit
     ) -> tuple[Value, tuple[InnerFinding, ...]]:
         self._in_progress.add(function)
         recording, statement = self.recording, self.statement
         self.recording = False
-        unit = Unit(function)
         env: Env = {}
         self._bind_parameters(function, unit, env)
         passed = dict(bound)
@@ -483,12 +522,18 @@ class DeviceFlow(CallEvaluator):
         return result, tuple(frame.findings)
 
     def _pass_on(
-        self, call: ast.Call, function: FunctionNode, inner: InnerFinding, value: Value
+        self,
+        call: ast.Call,
+        function: FunctionNode,
+        inner: InnerFinding,
+        value: Value,
+        is_method: bool,
     ) -> None:
-        """A helper handed the CPU value of ``call``'s argument to a module on a device: report
-        it at ``call`` (or, inside another helper, at that helper's own call sites)."""
+        """A helper handed the CPU value of ``call``'s argument to a module on a device, or
+        combined it with a tensor on one: report it at ``call`` (or, inside another helper, at
+        that helper's own call sites)."""
         if self.recording:
-            argument = argument_node(call, function, inner.parameter)
+            argument = argument_node(call, function, inner.parameter, skip_first=is_method)
             if argument is not None and not self.expecting_failure:
                 found = self.call_findings.setdefault(call, [])
                 finding = CallFinding(argument, value, inner)
@@ -508,6 +553,28 @@ class DeviceFlow(CallEvaluator):
                 parameter = frame.parameter_of(value)
                 if parameter is not None:
                     frame.findings.append(InnerFinding(parameter, call, module, frame.function))
+                return
+
+    def note_operation(self, node: ast.AST, operands: Sequence[Value]) -> None:
+        """Inside a helper analysed in a context: a CPU tensor of the caller's combined with a
+        tensor on a device, or on the device the helper's own inputs are on."""
+        frame = self.frames[-1]
+        passed = next((value for value in operands if value.is_cpu_tensor()), None)
+        parameter = frame.parameter_of(passed) if passed is not None else None
+        if passed is None or parameter is None:
+            return
+        for partner in operands:
+            if partner.is_on_device() or (
+                partner.where is Where.INPUT
+                and not partner.scalar
+                and partner.kind in (Kind.TENSOR, Kind.UNKNOWN)
+                # a tensor parameter's device is the caller's: only a factory's tensor is
+                # evidence against it (as in the helper's own code)
+                and (partner.kind is Kind.UNKNOWN or made_by_factory(passed))
+            ):
+                finding = InnerFinding(parameter, node, partner, frame.function, combined=True)
+                if finding not in frame.findings:
+                    frame.findings.append(finding)
                 return
 
     def construct(self, call: ast.Call, name: str, arguments: list[Value]) -> None:
@@ -579,6 +646,7 @@ class DeviceFlow(CallEvaluator):
     def _exec_augmented(self, statement: ast.AugAssign, env: Env, unit: Unit) -> bool:
         current = self.eval(statement.target, env, unit)
         operand = self.eval(statement.value, env, unit)
+        self._operation(statement, [current, operand])
         if current.kind is Kind.TENSOR and current.where is not Where.UNKNOWN:
             return True  # `t += u` works in place: `t` stays where it is (or the line fails)
         if current.kind is not Kind.UNKNOWN or current.where is not Where.UNKNOWN:

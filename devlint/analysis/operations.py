@@ -9,7 +9,7 @@ from typing import Optional
 
 from devlint.analysis.flow import DeviceFlow
 from devlint.analysis.torch_api import COMBINING_FUNCTIONS, OPERAND_METHODS
-from devlint.analysis.values import Kind, Placement, Value, Where, mismatch
+from devlint.analysis.values import Kind, Placement, Value, Where, made_by_factory, mismatch
 
 
 def operands(node: ast.AST, flow: DeviceFlow) -> list[tuple[ast.expr, Value]]:
@@ -63,13 +63,6 @@ def _call_operands(node: ast.Call) -> Iterator[ast.expr]:
             yield from (item for item in value.elts if not isinstance(item, ast.Starred))
         else:
             yield value
-
-
-def made_by_factory(value: Value) -> bool:
-    """A tensor created by a torch factory, not converted from numpy or moved with `.cpu()`:
-    code that converts or moves to the CPU on purpose is CPU code by design."""
-    evidence = value.placement.evidence
-    return evidence.startswith("created on the CPU by") and "from_numpy" not in evidence
 
 
 def cpu_factory(value: Value, operand: ast.expr) -> Optional[ast.Call]:

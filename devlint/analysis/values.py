@@ -218,3 +218,10 @@ def mismatch(operands: Iterable[Value]) -> Optional[tuple[Value, Value]]:
     if on_device is not None and on_cpu is not None:
         return on_device, on_cpu
     return None
+
+
+def made_by_factory(value: Value) -> bool:
+    """A tensor created by a torch factory, not converted from numpy or moved with `.cpu()`:
+    code that converts or moves to the CPU on purpose is CPU code by design."""
+    evidence = value.placement.evidence
+    return evidence.startswith("created on the CPU by") and "from_numpy" not in evidence

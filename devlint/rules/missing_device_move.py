@@ -11,14 +11,13 @@ from devlint.analysis.operations import (
     cpu_factory,
     find_mismatch,
     first_cpu_operand,
-    made_by_factory,
     operands,
 )
 from devlint.analysis.prefilter import CPU_TENSOR_SOURCE, DEVICE_OR_INPUT_SOURCE
 from devlint.analysis.syntax import call_arguments, dotted_name
 from devlint.analysis.syntax_screen import SyntaxFacts
 from devlint.analysis.torch_api import FUNCTIONAL_LOSSES, looks_like_loss
-from devlint.analysis.values import UNKNOWN, Kind, Value, Where
+from devlint.analysis.values import UNKNOWN, Kind, Value, Where, made_by_factory
 from devlint.rules.base import FlowRule, Invalid
 
 if TYPE_CHECKING:
@@ -35,7 +34,11 @@ class MissingDeviceMove(FlowRule):
     combined with the module's input, or with a tensor parameter of any
     function (which lives on its caller's device). Such a tensor is reported at
     the factory that made it, where `device=` goes, citing where it meets the
-    input.
+    input. Calls carry placements: a helper of the file, or a method of the
+    class called as `self.helper(...)`, is analysed with the values its call
+    passes, so a CPU tensor the caller made (`mask = torch.ones(...)` in
+    `forward`) that the helper combines with the module's input, or hands to a
+    module on a device, is reported in the caller, at its factory or argument.
 
     ## Why is this bad?
     The forgotten `.to(device)`: the script runs on the author's CPU, then fails
@@ -149,6 +152,14 @@ class MissingDeviceMove(FlowRule):
         "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
         "    def __init__(self):\n        super().__init__()\n        self.act = nn.ReLU()\n"
         "    def forward(self, x):\n        return self.act(torch.ones(3))",
+        # the method moves what its caller made on the CPU before combining it
+        "import torch\nfrom torch import nn\nclass CRF(nn.Module):\n"
+        "    def _score(self, logits, mask):\n        return logits * mask.to(logits.device)\n"
+        "    def forward(self, inputs):\n        mask = torch.ones(inputs.shape)\n"
+        "        return self._score(inputs, mask)",
+        # the helper combines the caller's CPU tensors with each other only
+        "import torch\ndef scale(x: torch.Tensor, w):\n    return x * w\n"
+        "def run():\n    return scale(torch.ones(3), torch.ones(3))",
     )
     INVALID = (
         Invalid(
@@ -261,6 +272,26 @@ class MissingDeviceMove(FlowRule):
             5,
             17,
         ),
+        # a method of the module, called with the caller's CPU mask, combines it with the input
+        Invalid(
+            "import torch\nfrom torch import nn\nclass CRF(nn.Module):\n"
+            "    def _score(self, logits, mask):\n        return (logits * mask).sum()\n"
+            "    def forward(self, inputs, mask=None):\n        if mask is None:\n"
+            "            mask = torch.ones(inputs.shape[:2])\n"
+            "        return self._score(inputs, mask)",
+            8,
+            20,
+            "`_score`, called at line 9, combines it with a tensor on the module's device (input "
+            "`inputs`) at line 5",
+        ),
+        # a helper of the file, called with a CPU tensor, combines it with its caller's input
+        Invalid(
+            "import torch\ndef scale(x: torch.Tensor, w):\n    return x * w\n"
+            "def run(x: torch.Tensor):\n    w = torch.ones(3)\n    return scale(x, w)",
+            5,
+            9,
+            "on the device its caller chose (parameter `x`)",
+        ),
         # a tensor method combines its receiver with its tensor arguments
         Invalid(
             "import torch\ndef sequence_mask(lengths: torch.Tensor, max_len):\n"
@@ -283,7 +314,10 @@ class MissingDeviceMove(FlowRule):
     def visit_Call(self, node: ast.Call) -> None:
         flow = self.analysis.flow
         for passed in flow.call_findings.get(node, ()):
-            self._check_passed_to_module(node, passed)
+            if passed.inner.combined:
+                self._check_combined_in_callee(node, passed)
+            else:
+                self._check_passed_to_module(node, passed)
         arguments = [(value, flow.value_of(value)) for value in call_arguments(node)]
         if all(value is UNKNOWN for _, value in arguments):
             return  # every check below needs an argument whose placement is known
@@ -366,17 +400,53 @@ class MissingDeviceMove(FlowRule):
     def _check_passed_to_module(self, node: ast.Call, passed: CallFinding) -> None:
         """`score(net, features)` where `score` calls `net(features)` and `net` was moved."""
         inner = passed.inner
+        assert isinstance(inner.node, ast.Call)
         citations = Citations()
         cpu_evidence = citations.of(passed.value.placement)
-        module_evidence = citations.of(inner.module.placement)
-        citations.nodes.append(inner.call)
-        inner_line = f"{{line{len(citations.nodes) - 1}}}"
+        module_evidence = citations.of(inner.partner.placement)
+        inner_line = citations.line_of(inner.node)
         argument = self.analysis.source_of(passed.argument)
         self.report(
             passed.argument,
             f"`{argument}` is on the CPU ({cpu_evidence}) but `{inner.function}` passes it to "
-            f"`{self.analysis.source_of(inner.call.func)}` at line {inner_line}, which was "
-            f"{module_evidence}: move it {self._module_move(inner.module, passed.argument)}",
+            f"`{self.analysis.source_of(inner.node.func)}` at line {inner_line}, which was "
+            f"{module_evidence}: move it {self._module_move(inner.partner, passed.argument)}",
+            citations.cited(),
+        )
+
+    def _check_combined_in_callee(self, node: ast.Call, passed: CallFinding) -> None:
+        """`self._likelihood(inputs, mask)` where the helper adds `mask`, made here on the CPU,
+        to `inputs`: reported where `device=` goes, the factory, or else at the argument."""
+        inner = passed.inner
+        factory = cpu_factory(passed.value, passed.argument)
+        if factory is not None and factory in self._factories_reported:
+            return
+        citations = Citations()
+        call_line = citations.line_of(node)
+        inner_line = citations.line_of(inner.node)
+        partner = inner.partner.placement
+        if inner.partner.where is Where.DEVICE:
+            follows = f"a tensor on `{partner.device}` ({citations.of(partner)})"
+        elif inner.partner.kind is Kind.TENSOR and not partner.evidence.startswith("input "):
+            follows = f"a tensor on the device its caller chose ({citations.of(partner)})"
+        else:
+            follows = f"a tensor on the module's device ({citations.of(partner)})"
+        called = f"`{inner.function}`, called at line {call_line}, combines it with {follows} at line {inner_line}"
+        if factory is not None:
+            if not self.analysis.expects_failure():
+                self._factories_reported.add(factory)
+            self.report(
+                factory,
+                f"`{self.analysis.source_of(factory)}` creates a tensor on the CPU, but {called}: "
+                "create it with `device=` that tensor's device",
+                citations.cited(),
+                statement=self.analysis.statement_of(factory) or factory,
+            )
+            return
+        self.report(
+            passed.argument,
+            f"`{self.analysis.source_of(passed.argument)}` is on the CPU "
+            f"({citations.of(passed.value.placement)}), but {called}: move it there first",
             citations.cited(),
         )
 
