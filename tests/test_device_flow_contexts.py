@@ -108,3 +108,39 @@ def test_a_tensor_converted_from_numpy_is_reported_where_it_meets_the_input() ->
     [found] = lint_snippet(source, {"DEV005"})
     assert (found.start.row, found.start.column) == (6, 20)
     assert "created on the CPU by `torch.from_numpy(...)` at line 5" in found.message
+
+
+def test_a_recursive_method_is_analysed_once_and_reports_at_its_callers_factory() -> None:
+    source = (
+        "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
+        "    def walk(self, x, mask):\n        if x.dim() > 1:\n"
+        "            return self.walk(x[0], mask)\n        return x * mask\n"
+        "    def forward(self, x):\n        return self.walk(x, torch.ones(3))\n"
+    )
+    [found] = lint_snippet(source, {"DEV005"})
+    assert (found.start.row, found.start.column) == (9, 29)
+    assert "`walk`, called at line 9, combines it with" in found.message
+
+
+def test_a_method_returning_a_cpu_tensor_is_not_taken_for_the_inputs_device() -> None:
+    # `self._mask(x)` used to count as "on the input's device" because `x` is passed; its code
+    # says the CPU, and the finding goes where `device=` belongs, in the method.
+    source = (
+        "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
+        "    def _mask(self, x):\n        return torch.ones(x.shape)\n"
+        "    def forward(self, x):\n        return x * self._mask(x)\n"
+    )
+    [found] = lint_snippet(source, {"DEV005"})
+    assert (found.start.row, found.start.column) == (5, 16)
+    moved = source.replace("torch.ones(x.shape)", "torch.ones(x.shape, device=x.device)")
+    assert lint_snippet(moved, {"DEV005"}) == []
+
+
+def test_a_method_called_with_values_on_one_device_is_silent() -> None:
+    source = (
+        "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
+        "    def _score(self, logits, mask):\n        return logits * mask\n"
+        "    def forward(self, x):\n"
+        "        return self._score(x, torch.ones(x.shape, device=x.device))\n"
+    )
+    assert lint_snippet(source, {"DEV005", "DEV006"}) == []

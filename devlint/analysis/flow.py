@@ -168,6 +168,8 @@ class DeviceFlow(CallEvaluator):
         self._device_source: Optional[bool] = None
         self._call_counts: Optional[Counter[str]] = None
         self._device_reads: dict[FunctionNode, dict[str, ast.Attribute]] = {}
+        # Each method's class's methods, which it calls as `self.name(...)`.
+        self._sibling_methods: dict[ast.AST, dict[str, FunctionNode]] = {}
         self._collect_definitions(module.body)
         self._bases = {name: facts.bases for name, facts in self.classes.items()}
         self._run(module)
@@ -190,6 +192,8 @@ class DeviceFlow(CallEvaluator):
                     for base in statement.bases
                 )
                 self.classes.setdefault(statement.name, ClassFacts(statement, bases, methods))
+                for method in methods.values():
+                    self._sibling_methods[method] = methods
             elif isinstance(statement, _FUNCTION_TYPES):
                 self.functions.setdefault(statement.name, statement)
 
@@ -300,13 +304,17 @@ class DeviceFlow(CallEvaluator):
         seen: set[ast.AST] = set()
         pending = [owner]
         while pending:
-            facts = self.facts.units.get(pending.pop())
+            caller = pending.pop()
+            facts = self.facts.units.get(caller)
             if facts is None:
                 device = cpu = True  # code the screen has not read: assume anything
                 break
             device, cpu = device or facts.device_source, cpu or facts.cpu_tensor_source
             for name in facts.called:
-                helper = self.functions.get(name)
+                if name.startswith("self."):
+                    helper = self._sibling_methods.get(caller, {}).get(name[5:])
+                else:
+                    helper = self.functions.get(name)
                 if helper is not None and helper not in seen:
                     seen.add(helper)
                     pending.append(helper)

@@ -39,7 +39,8 @@ class UnitFacts:
     cpu_tensor_source: bool = False
     numpy_call: bool = False  # `.numpy()`
     discarded_move: bool = False  # a statement that is only `x.to(...)`, `x.cuda()` or `x.cpu()`
-    called: set[str] = field(default_factory=set)  # the names it calls: `helper(...)`
+    # The names it calls: `helper(...)`, and `self.helper` for a method of its class.
+    called: set[str] = field(default_factory=set)
     # Names used the way only a tensor is used (`x.device`, `x.unsqueeze(...)`): with a
     # parameter's annotation, what places a parameter on the caller's device (`parameters`).
     tensor_names: set[str] = field(default_factory=set)
@@ -133,7 +134,11 @@ def _read_call(call: ast.Call, facts: UnitFacts) -> None:
     func = call.func
     if isinstance(func, ast.Name):
         facts.called.add(func.id)
-    elif isinstance(func, ast.Attribute) and (
+    elif (
+        isinstance(func, ast.Attribute) and type(func.value) is ast.Name and func.value.id == "self"
+    ):
+        facts.called.add("self." + func.attr)
+    if isinstance(func, ast.Attribute) and (
         func.attr == "numpy" or _root_name(func) in _NUMPY_NAMES
     ):
         facts.numpy_call = True  # `.numpy()`, or a numpy function such as `np.mean(t)`
@@ -150,9 +155,7 @@ def _root_name(node: ast.expr) -> str:
 
 def _imports_numpy_elsewise(node: ast.Import) -> bool:
     """`import numpy as onp`: numpy calls under a name `_read_call` does not know."""
-    return any(
-        alias.name == "numpy" and alias.asname not in (None, "np") for alias in node.names
-    )
+    return any(alias.name == "numpy" and alias.asname not in (None, "np") for alias in node.names)
 
 
 # What of a nested function belongs to the code around it: all but its body.

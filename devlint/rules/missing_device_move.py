@@ -419,6 +419,9 @@ class MissingDeviceMove(FlowRule):
         to `inputs`: reported where `device=` goes, the factory, or else at the argument."""
         inner = passed.inner
         factory = cpu_factory(passed.value, passed.argument)
+        origin = passed.value.placement.origin
+        if origin is passed.argument and isinstance(origin, ast.Call):
+            factory = origin if made_by_factory(passed.value) else None  # `self.walk(x, torch.ones(3))`: the argument is the factory
         if factory is not None and factory in self._factories_reported:
             return
         citations = Citations()
