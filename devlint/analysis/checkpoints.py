@@ -10,6 +10,9 @@ gathers the evidence a file holds about one load:
 - **Safe, CPU data**: the same file saves the same path (``self.processed_paths[0]``) from
   values that show no device (no ``.state_dict()``, ``.cuda()``, ``.to()``, ``device=``, in a
   function that moves nothing to a device): a processed dataset file.
+- **Safe, no tensors**: the result goes only into a learning-rate scheduler's or a gradient
+  scaler's ``load_state_dict`` (``scheduler.load_state_dict(torch.load(...))``): their states
+  hold Python numbers.
 - **A checkpoint**: the result reaches ``load_state_dict``, is read with a ``"model"``,
   ``"optimizer"`` or ``"state_dict"`` key, or the file saves the path from a state dict or
   from values a device-moving function made.
@@ -37,6 +40,9 @@ _Matcher = Callable[[cst.BaseExpression], bool]
 
 # Keys a training checkpoint is read with: `ckpt["model"]`, `state["optimizer_state_dict"]`.
 CHECKPOINT_KEY = re.compile(r"model|optim|state_dict|net\Z|weights|ema", re.IGNORECASE)
+# Objects whose `state_dict()` holds Python numbers, no tensors: `scheduler`, `lr_scheduler`,
+# `self.sched`, `scaler` (a GradScaler keeps its scale as a float).
+_TENSORLESS_STATE = re.compile(r"sched|scaler", re.IGNORECASE)
 # Calls that show a value may live on a device, or a function that moves things to one.
 _DEVICE_METHODS = frozenset({"cuda", "to", "state_dict", "parameters", "named_parameters"})
 # Wrappers a path or buffer passes through on its way into `torch.save`/`torch.load`.
@@ -189,7 +195,11 @@ class CheckpointEvidence:
         key = self._resolve(scope, source_key(path.value, self._module))
         if key in self._round_trip_keys(scope, load):
             return LoadEvidence(safe="saved by the same function")
-        checkpoint = self._use_as_checkpoint(load, scope, statement)
+        checkpoint = self._loaded_into(load, scope, statement, self._checkpoint_use)
+        if checkpoint is None:
+            tensorless = self._loaded_into(load, scope, statement, _tensorless_use)
+            if tensorless is not None:
+                return LoadEvidence(safe=tensorless)
         chosen_by_caller = self._chosen_by_caller(path.value, scope)
         # A local `path` of another function is another file.
         same_everywhere = self._same_everywhere(path.value, scope)
@@ -293,22 +303,27 @@ class CheckpointEvidence:
                 keys.add(source_key(node.targets[0].target, self._module))
         return keys
 
-    def _use_as_checkpoint(
-        self, load: cst.Call, scope: Scope, statement: Optional[cst.CSTNode]
+    def _loaded_into(
+        self,
+        load: cst.Call,
+        scope: Scope,
+        statement: Optional[cst.CSTNode],
+        use: Callable[[cst.CSTNode, _Matcher], Optional[str]],
     ) -> Optional[str]:
-        """How the result is used as a checkpoint: into `load_state_dict`, or read with a
-        checkpoint key; None where nothing shows it."""
+        """How ``use`` finds the result used, in its statement or through the name it is
+        assigned to (as a checkpoint: into `load_state_dict`, or read with a checkpoint key);
+        None where nothing shows it."""
         if statement is None:
             return None
         for node in descendants(statement):
-            found = self._checkpoint_use(node, lambda value: value is load)
+            found = use(node, lambda value: value is load)
             if found is not None:
                 return found
         result = _assigned_name(statement, load)
         if result is None:
             return None
         for node in descendants(scope):
-            found = self._checkpoint_use(node, lambda value: dotted_name(value) == result)
+            found = use(node, lambda value: dotted_name(value) == result)
             if found is not None:
                 return found
         return None
@@ -316,6 +331,8 @@ class CheckpointEvidence:
     @staticmethod
     def _checkpoint_use(node: cst.CSTNode, is_result: _Matcher) -> Optional[str]:
         if type(node) is cst.Call and _method(node) == "load_state_dict":
+            if _tensorless_receiver(node):
+                return None
             for arg in node.args:
                 value = arg.value
                 if isinstance(value, cst.Subscript):
@@ -329,6 +346,22 @@ class CheckpointEvidence:
                 if key is not None and CHECKPOINT_KEY.search(key):
                     return f'the result is read with the checkpoint key "{key}"'
         return None
+
+
+def _tensorless_receiver(call: cst.Call) -> Optional[str]:
+    """`scheduler` in `scheduler.load_state_dict(...)`, where its name says its state holds no
+    tensors."""
+    receiver = dotted_name(cast(cst.Attribute, call.func).value)
+    last = receiver.rpartition(".")[2] if receiver else ""
+    return receiver if receiver and _TENSORLESS_STATE.search(last) else None
+
+
+def _tensorless_use(node: cst.CSTNode, is_result: _Matcher) -> Optional[str]:
+    if type(node) is cst.Call and _method(node) == "load_state_dict":
+        receiver = _tensorless_receiver(node)
+        if receiver is not None and any(is_result(arg.value) for arg in node.args):
+            return f"the result goes into `{receiver}.load_state_dict`, a state of numbers"
+    return None
 
 
 def _assigned_name(statement: cst.CSTNode, load: cst.Call) -> Optional[str]:

@@ -28,6 +28,10 @@ class LoadWithoutMapLocation(Rule):
       trained on a GPU machine, loaded by code that shows no device at all (CPU
       inference, a notebook on a laptop). Nothing in the loading file can tell
       that apart from a safe file, so the hazard stands.
+    - **A state of numbers** (silent): the result goes only into a
+      learning-rate scheduler's or a gradient scaler's `load_state_dict`
+      (`scheduler.load_state_dict(torch.load(...))`, `self.scaler`), whose
+      states hold Python numbers, no tensors.
     - **Saved by the same function, before the load** (silent):
       `torch.save(x, buffer)` then `torch.load(buffer)`, a byte-buffer round trip
       (`torch.load(io.BytesIO(buffer.getvalue()))`), a temporary file written
@@ -120,9 +124,23 @@ class LoadWithoutMapLocation(Rule):
         "        train, test = torch.load(path)\n    else:\n"
         "        train, test = np.split(np.arange(10), 2)\n        torch.save([train, test], path)\n"
         "    return train, test",
+        # A learning-rate scheduler's and a gradient scaler's states are numbers, no tensors.
+        "import os, torch\ndef resume(scheduler, path):\n"
+        "    scheduler.load_state_dict(torch.load(os.path.join(path, 'scheduler.pt')))",
+        "import torch\ndef resume(self, path):\n    state = torch.load(path)\n"
+        "    self.scaler.load_state_dict(state)",
     )
     INVALID = (
         Invalid("import torch\nstate = torch.load('ckpt.pt')", 2, 9, "map_location"),
+        # the scheduler's part of a checkpoint that also holds the model's weights
+        Invalid(
+            "import torch\ndef resume(model, scheduler, path):\n    state = torch.load(path)\n"
+            "    scheduler.load_state_dict(state['scheduler'])\n"
+            "    model.load_state_dict(state['model'])",
+            3,
+            13,
+            "the result goes into `load_state_dict`",
+        ),
         Invalid(
             "import torch\nstate = torch.load('ckpt.pt', map_location=None)",
             2,
