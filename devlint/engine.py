@@ -447,16 +447,18 @@ def _lint_text(
         located += _run_flow_rules(
             path, syntax_tree, facts, source, rules, flow_rules, result.errors, cite
         )
+    suppressions: Optional[Suppressions] = None  # the file's comments are tokenized once
     if UNUSED_NOQA_CODE in rules.codes and UnusedNoqa.may_fire(source):
         # After every rule ran, before suppression: which directive silenced something. Not
         # where the file did not parse or a rule crashed, since findings may be missing then.
         parsed_whole = not any(finding.code == PARSE_ERROR_CODE for finding, _ in located)
         if parsed_whole and not result.errors:
             used = [(finding.code, rows) for finding, rows in located]
-            unused = UnusedNoqa.check(path, source, used, rules.codes)
+            suppressions = Suppressions.scan(source)
+            unused = UnusedNoqa.check(path, source, used, rules.codes, suppressions)
             located += [(finding, (finding.start.row,)) for finding in unused]
     if located:
-        suppressions = Suppressions.scan(source)
+        suppressions = suppressions or Suppressions.scan(source)
         result.findings = sorted(
             (
                 finding

@@ -15,6 +15,7 @@ _FILE_NOQA = re.compile(
     rf"#\s*devlint:\s*noqa(?:\s*:\s*(?P<codes>{_CODES}))?[ \t]*$", re.IGNORECASE
 )
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_NOQA_WORD = re.compile("noqa", re.IGNORECASE)
 
 # None means every code is suppressed.
 Codes = Optional[frozenset[str]]
@@ -36,6 +37,8 @@ def _comments(source: str) -> tuple[dict[int, str], dict[int, int]]:
     string is no comment."""
     comments: dict[int, str] = {}
     columns: dict[int, int] = {}
+    if not _NOQA_WORD.search(source):
+        return comments, columns  # every comment read here is a `noqa` one: no need to tokenize
     try:
         for token in tokenize.generate_tokens(io.StringIO(source).readline):
             if token.type == tokenize.COMMENT:

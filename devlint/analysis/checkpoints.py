@@ -7,6 +7,10 @@ gathers the evidence a file holds about one load:
 - **Safe, same process**: the same function saved what it loads (``torch.save(x, buffer)``
   then ``torch.load(buffer)``, a byte-buffer round trip, a temporary file written and read
   back). Saved and loaded by one process on one machine, the devices exist.
+- **Safe, a temporary place**: the path lies in a temporary directory or file the loading
+  function made (``with tempfile.TemporaryDirectory() as d``, ``tempfile.mkdtemp()``, pytest's
+  ``tmp_path``), and the function saves into it (``model.save_pretrained(d)``): this process
+  wrote what it reads. Not where it only downloads into it (``get_file(url, d)``).
 - **Safe, CPU data**: the same file saves the same path (``self.processed_paths[0]``) from
   values that show no device (no ``.state_dict()``, ``.cuda()``, ``.to()``, ``device=``, in a
   function that moves nothing to a device): a processed dataset file.
@@ -49,6 +53,17 @@ _DEVICE_METHODS = frozenset({"cuda", "to", "state_dict", "parameters", "named_pa
 _BUFFER_METHODS = frozenset({"getvalue", "getbuffer", "read", "read_bytes"})
 # Names that mean the same in every function: `open`, `str`, and `self`/`cls` (one object).
 _BUILTINS = frozenset(dir(builtins)) | {"self", "cls"}
+# What makes a fresh temporary place: whatever is in it, this process wrote.
+_TEMPORARY_PLACES = frozenset(
+    {
+        "tempfile.TemporaryDirectory",
+        "tempfile.mkdtemp",
+        "tempfile.NamedTemporaryFile",
+        "tempfile.mkstemp",
+    }
+)
+_TEMPORARY_FIXTURES = frozenset({"tmp_path", "tmpdir"})
+_PATH_BUILDERS = frozenset({"join", "Path", "PurePath", "str", "fspath", "format", "joinpath"})
 _WRAPPERS = frozenset({"BytesIO", "open", "Path", "str", "fspath", "bytes", "memoryview"})
 
 
@@ -148,6 +163,39 @@ def _from_caller(value: cst.BaseExpression, scope: Scope) -> bool:
     return any(name in passed for name in _root_names(value))
 
 
+def _builds_path(node: cst.BaseExpression) -> bool:
+    """A path made of others: `tmp`, `tmp.name`, `Path(tmp) / "w.pt"`, `os.path.join(tmp, f)`,
+    `f"{tmp}/w.pt"`."""
+    if isinstance(node, (cst.Name, cst.Attribute, cst.BinaryOperation, cst.FormattedString)):
+        return True
+    if isinstance(node, cst.Call):
+        name = dotted_name(node.func) or ""
+        return name.rpartition(".")[2] in _PATH_BUILDERS
+    return False
+
+
+def _is_save(call: cst.Call) -> bool:
+    """`model.save_pretrained(tmp)`, `torch.save(x, file)`, `save(...)`: this process writing
+    its own objects (a download, `get_file(url, tmp)`, is none)."""
+    func = call.func
+    name = func.attr.value if isinstance(func, cst.Attribute) else dotted_name(func) or ""
+    return name == "save" or name.startswith("save_")
+
+
+def _exclusive_branches(scope: Scope, first: cst.CSTNode, second: cst.CSTNode) -> bool:
+    """Whether an `if` runs one node in its body and the other in its `else`: a cache's load
+    and its save (`if exists: x = torch.load(p)` / `else: x = make(); torch.save(x, p)`)."""
+    for node in descendants(scope):
+        if type(node) is cst.If and node.orelse is not None:
+            body = set(map(id, descendants(node.body)))
+            orelse = set(map(id, descendants(node.orelse)))
+            if (id(first) in body and id(second) in orelse) or (
+                id(first) in orelse and id(second) in body
+            ):
+                return True
+    return False
+
+
 def _root_names(node: cst.CSTNode) -> list[str]:
     """The names an expression reads (`self` in `self.paths[0]`, not `paths`)."""
     if isinstance(node, cst.Name):
@@ -195,6 +243,8 @@ class CheckpointEvidence:
         key = self._resolve(scope, source_key(path.value, self._module))
         if key in self._round_trip_keys(scope, load):
             return LoadEvidence(safe="saved by the same function")
+        if self._temporary(path.value, scope):
+            return LoadEvidence(safe="in a temporary place the same function made")
         checkpoint = self._loaded_into(load, scope, statement, self._checkpoint_use)
         if checkpoint is None:
             tensorless = self._loaded_into(load, scope, statement, _tensorless_use)
@@ -210,7 +260,12 @@ class CheckpointEvidence:
             own = saving_scope is scope
             if saved_key != key or not (own or same_everywhere):
                 continue
-            if own and loaded is not None and loaded in _root_names(value):
+            if (
+                own
+                and loaded is not None
+                and loaded in _root_names(value)
+                and not _exclusive_branches(scope, load, value)
+            ):
                 continue  # the loaded checkpoint, upgraded and saved back: no evidence
             if _shows_device(value) or _shows_device(saving_scope):
                 return LoadEvidence(checkpoint=checkpoint or self._saved_from(value))
@@ -221,6 +276,50 @@ class CheckpointEvidence:
             ):
                 return LoadEvidence(safe="saved by this file from CPU values")
         return LoadEvidence(checkpoint=checkpoint)
+
+    def _temporary(self, path: cst.BaseExpression, scope: Scope) -> bool:
+        """Whether ``path`` is built from a temporary directory or file ``scope`` made, directly
+        or through the names assigned from it (`file = os.path.join(tmp, "w.bin")`), and
+        ``scope`` saves into that same place (`model.save_pretrained(tmp)`)."""
+        # Each name's temporary places: the `with ... as tmp` or `tmp = mkdtemp()` it comes from.
+        places: dict[str, set[str]] = {
+            name: {name} for name in _TEMPORARY_FIXTURES & _passed_in(scope)
+        }
+        assignments: list[tuple[str, cst.BaseExpression]] = []
+        for node in descendants(scope):
+            if type(node) is cst.WithItem and isinstance(node.asname, cst.AsName):
+                target = node.asname.name
+                if isinstance(target, cst.Name) and self._makes_temporary(node.item):
+                    places[target.value] = {target.value}
+            elif type(node) is cst.Assign and len(node.targets) == 1:
+                assigned = node.targets[0].target
+                if isinstance(assigned, cst.Name):
+                    assignments.append((assigned.value, node.value))
+        for name, value in assignments * 2:  # twice: a name assigned from one assigned later
+            if self._makes_temporary(value):
+                places[name] = {name}
+            if not _builds_path(value):
+                continue  # what is read from the place (`state = torch.load(file)`) is no path
+            for root in _root_names(value):
+                if root in places and root != name:
+                    places.setdefault(name, set()).update(places[root])
+
+        def places_of(node: cst.CSTNode) -> set[str]:
+            return {place for root in _root_names(node) for place in places.get(root, ())}
+
+        read = places_of(path)
+        return bool(read) and any(
+            _is_save(node) and any(places_of(arg.value) & read for arg in node.args)
+            for node in descendants(scope)
+            if type(node) is cst.Call
+        )
+
+    def _makes_temporary(self, node: cst.BaseExpression) -> bool:
+        if isinstance(node, cst.Attribute) and node.attr.value == "name":
+            node = node.value  # `tmp.name` of a `NamedTemporaryFile`
+        if not isinstance(node, cst.Call):
+            return False
+        return self._names.qualified_name(node.func) in _TEMPORARY_PLACES
 
     def _chosen_by_caller(self, path: cst.BaseExpression, scope: Scope) -> bool:
         """A path made from the loading function's parameters (`os.path.join(path, name)`, or

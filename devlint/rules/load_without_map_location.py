@@ -36,6 +36,10 @@ class LoadWithoutMapLocation(Rule):
       `torch.save(x, buffer)` then `torch.load(buffer)`, a byte-buffer round trip
       (`torch.load(io.BytesIO(buffer.getvalue()))`), a temporary file written
       and read back. One process on one machine: the devices it saved from exist.
+    - **In a temporary place the same function made** (silent): a path in
+      `with tempfile.TemporaryDirectory() as tmp`, `tempfile.mkdtemp()`, a
+      `NamedTemporaryFile`, or pytest's `tmp_path`: only this process wrote
+      there (`model.save_pretrained(tmp)` then `torch.load(...)`).
     - **Saved by this file from CPU values** (silent): another function of the
       file saves the same path (`torch.save(self.collate(data_list),
       self.processed_paths[0])`) from values that show no device: no
@@ -124,6 +128,16 @@ class LoadWithoutMapLocation(Rule):
         "        train, test = torch.load(path)\n    else:\n"
         "        train, test = np.split(np.arange(10), 2)\n        torch.save([train, test], path)\n"
         "    return train, test",
+        # Only this process wrote into a temporary directory it made.
+        "import os, tempfile, torch\ndef test_save(model):\n"
+        "    with tempfile.TemporaryDirectory() as tmp:\n        model.save_pretrained(tmp)\n"
+        "        file = os.path.join(tmp, 'model.bin')\n        state = torch.load(file)",
+        "import torch\ndef test_save(model, tmp_path):\n    model.save(tmp_path / 'm.pt')\n"
+        "    state = torch.load(tmp_path / 'm.pt')",
+        # The same name loaded in one branch and computed then saved in the other: a cache.
+        "import os, torch\ndef features(path):\n    if os.path.exists(path):\n"
+        "        feats = torch.load(path)\n    else:\n        feats = convert(read(path))\n"
+        "        torch.save(feats, path)\n    return feats",
         # A learning-rate scheduler's and a gradient scaler's states are numbers, no tensors.
         "import os, torch\ndef resume(scheduler, path):\n"
         "    scheduler.load_state_dict(torch.load(os.path.join(path, 'scheduler.pt')))",
@@ -132,6 +146,14 @@ class LoadWithoutMapLocation(Rule):
     )
     INVALID = (
         Invalid("import torch\nstate = torch.load('ckpt.pt')", 2, 9, "map_location"),
+        # a temporary place this function only downloads into: what is there came from elsewhere
+        Invalid(
+            "import tempfile, torch\nfrom pathlib import Path\ndef load(url):\n"
+            "    tmp = tempfile.TemporaryDirectory()\n    path = Path(tmp.name) / 'ckpt.pt'\n"
+            "    get_file(url, str(path))\n    return torch.load(path)",
+            7,
+            12,
+        ),
         # the scheduler's part of a checkpoint that also holds the model's weights
         Invalid(
             "import torch\ndef resume(model, scheduler, path):\n    state = torch.load(path)\n"

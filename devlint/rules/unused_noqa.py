@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from typing import Optional
 
 from devlint.diagnostics import Applicability, Edit, Finding, Fix, Position
 from devlint.rules.base import Invalid, Rule
@@ -87,10 +88,11 @@ class UnusedNoqa(Rule):
         source: str,
         used: Sequence[tuple[str, Sequence[int]]],
         enabled: Collection[str],
+        suppressions: Optional[Suppressions] = None,
     ) -> list[Finding]:
         """Findings for the directives of ``source``; ``used`` holds every finding's code and
         the rows where a noqa silences it, before suppression."""
-        suppressions = Suppressions.scan(source)
+        suppressions = suppressions or Suppressions.scan(source)
         lines = split_lines(source)
         found: list[Finding] = []
         for directive in suppressions.directives():
