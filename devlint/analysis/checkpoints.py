@@ -174,6 +174,29 @@ def _builds_path(node: cst.BaseExpression) -> bool:
     return False
 
 
+def _file_name(path: cst.BaseExpression) -> Optional[str]:
+    """The file name a path ends in, where written out: `"w.pth"` in `os.path.join(d, "w.pth")`,
+    `Path(d) / "w.pth"` or `"out/w.pth"`."""
+    if isinstance(path, cst.Call) and path.args:
+        path = path.args[-1].value
+    elif isinstance(path, cst.BinaryOperation) and isinstance(path.operator, cst.Divide):
+        path = path.right
+    text = string_value(path)
+    if text is None:
+        return None
+    name = text.replace("\\", "/").rpartition("/")[2]
+    return name if "." in name.strip(".") else None
+
+
+def _moved_to_cpu(value: cst.BaseExpression) -> bool:
+    """`x.cpu()`, `x.detach().cpu()`, `x.to("cpu")`."""
+    method = _method(value)
+    if method == "cpu":
+        return True
+    arguments = cast(cst.Call, value).args if method == "to" else ()
+    return bool(arguments) and _names_cpu(arguments[0].value)
+
+
 def _is_save(call: cst.Call) -> bool:
     """`model.save_pretrained(tmp)`, `torch.save(x, file)`, `save(...)`: this process writing
     its own objects (a download, `get_file(url, tmp)`, is none)."""
@@ -228,6 +251,8 @@ class CheckpointEvidence:
         self._names = names
         # Per file, computed on the first load that needs it: (key, saved value, saving scope).
         self._saves: Optional[list[tuple[str, cst.BaseExpression, Scope]]] = None
+        # The file name each save writes, where written out (`"trainfeat.pth"`), and its value.
+        self._named_saves: list[tuple[str, cst.BaseExpression]] = []
         # Per scope: `with open(path, "wb") as f` makes `f` stand for `path`.
         self._aliases: dict[int, dict[str, str]] = {}
         self._alias_nodes: dict[int, dict[str, cst.BaseExpression]] = {}
@@ -250,6 +275,12 @@ class CheckpointEvidence:
             tensorless = self._loaded_into(load, scope, statement, _tensorless_use)
             if tensorless is not None:
                 return LoadEvidence(safe=tensorless)
+        name = _file_name(path.value)
+        named = [value for saved, value in self._named_saves if saved == name]
+        if checkpoint is None and named and all(map(_moved_to_cpu, named)):
+            # Another folder perhaps (`args.dump_features` / `args.load_features`), but the file
+            # this file writes under that name always holds what it moved to the CPU.
+            return LoadEvidence(safe=f'this file saves "{name}" from values moved to the CPU')
         chosen_by_caller = self._chosen_by_caller(path.value, scope)
         # A local `path` of another function is another file.
         same_everywhere = self._same_everywhere(path.value, scope)
@@ -379,6 +410,9 @@ class CheckpointEvidence:
                 if value is not None and target is not None:
                     key = self._resolve(scope, source_key(target.value, self._module))
                     self._saves.append((key, value.value, scope))
+                    name = _file_name(target.value)
+                    if name is not None:
+                        self._named_saves.append((name, value.value))
             self._collect_saves(child, scope)
 
     def _round_trip_keys(self, scope: Scope, load: cst.Call) -> set[str]:

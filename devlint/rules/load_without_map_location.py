@@ -40,6 +40,9 @@ class LoadWithoutMapLocation(Rule):
       `with tempfile.TemporaryDirectory() as tmp`, `tempfile.mkdtemp()`, a
       `NamedTemporaryFile`, or pytest's `tmp_path`: only this process wrote
       there (`model.save_pretrained(tmp)` then `torch.load(...)`).
+    - **A file name this file always writes from values moved to the CPU**
+      (silent): `torch.save(feats.cpu(), os.path.join(args.dump, "feats.pth"))`
+      and `torch.load(os.path.join(args.load, "feats.pth"))`, the folders apart.
     - **Saved by this file from CPU values** (silent): another function of the
       file saves the same path (`torch.save(self.collate(data_list),
       self.processed_paths[0])`) from values that show no device: no
@@ -134,6 +137,10 @@ class LoadWithoutMapLocation(Rule):
         "        file = os.path.join(tmp, 'model.bin')\n        state = torch.load(file)",
         "import torch\ndef test_save(model, tmp_path):\n    model.save(tmp_path / 'm.pt')\n"
         "    state = torch.load(tmp_path / 'm.pt')",
+        # Whatever folder, the file this file writes under that name holds CPU values.
+        "import os, torch\ndef dump(model, out):\n    feats = model(x).cuda()\n"
+        "    torch.save(feats.cpu(), os.path.join(out, 'feats.pth'))\n"
+        "def evaluate(args):\n    return torch.load(os.path.join(args.load, 'feats.pth'))",
         # The same name loaded in one branch and computed then saved in the other: a cache.
         "import os, torch\ndef features(path):\n    if os.path.exists(path):\n"
         "        feats = torch.load(path)\n    else:\n        feats = convert(read(path))\n"
@@ -152,6 +159,14 @@ class LoadWithoutMapLocation(Rule):
             "    tmp = tempfile.TemporaryDirectory()\n    path = Path(tmp.name) / 'ckpt.pt'\n"
             "    get_file(url, str(path))\n    return torch.load(path)",
             7,
+            12,
+        ),
+        # the same file name, but written from a state dict: the weights' devices
+        Invalid(
+            "import os, torch\ndef dump(model, out):\n"
+            "    torch.save(model.state_dict(), os.path.join(out, 'w.pth'))\n"
+            "def evaluate(args):\n    return torch.load(os.path.join(args.load, 'w.pth'))",
+            5,
             12,
         ),
         # the scheduler's part of a checkpoint that also holds the model's weights
