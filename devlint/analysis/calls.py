@@ -221,6 +221,11 @@ class CallEvaluator:
             return Value(Kind.DEVICE_OBJECT, base.placement)
         if attribute == "device" and base.kind is Kind.MODULE and base.where is Where.INPUT:
             return Value(Kind.DEVICE_OBJECT, base.placement)  # Lightning's `self.device`
+        registered = unit.tensors.get(attribute) if base.kind is Kind.MODULE else None
+        if registered is not None and type(node.value) is ast.Name and node.value.id == "self":
+            # `self.inv_freq`, a registered buffer: `.to()` moves it with the module
+            evidence = f"`self.{attribute}`, a {registered} of the module"
+            return Value(Kind.TENSOR, Placement(Where.INPUT, evidence=evidence))
         if dotted is not None and looks_like_loader(dotted):
             return cpu_loader(f"from the data loader `{dotted}`", node)
         if self.project is not None and base.kind is Kind.MODULE and base.where is Where.DEVICE:

@@ -40,6 +40,7 @@ from devlint.analysis.loops import loop_head, run_to_fixpoint
 from devlint.analysis.names import ImportMap
 from devlint.analysis.narrowing import type_test
 from devlint.analysis.parameters import (
+    module_tensors_set_in,
     names_on_a_device,
     names_used_as_tensors,
     runs_on_cpu_by_design,
@@ -87,6 +88,9 @@ class Unit:
     # In a module's methods: the attributes `__init__` sets to a torch layer with parameters,
     # which run on the module's device (`self.embedding(positions)` in `forward`).
     submodules: frozenset[str] = frozenset()
+    # In a module's methods: its buffers and parameters (`self.register_buffer("name", ...)`,
+    # `self.name = nn.Parameter(...)` in `__init__`), by name, with which of the two each is.
+    tensors: Mapping[str, str] = field(default_factory=dict)
     # In a class's methods: the class's methods, which `self.name(...)` calls in context.
     methods: Mapping[str, FunctionNode] = field(default_factory=dict)
     returns: list[Value] = field(default_factory=list)
@@ -231,10 +235,12 @@ class DeviceFlow(CallEvaluator):
             init_env = self._analyze(init, unit, attributes, not module_class, context)
             attributes = {key: value for key, value in init_env.items() if key.startswith("self.")}
         submodules: frozenset[str] = frozenset()
+        tensors: dict[str, str] = {}
         if module_class:
             attributes = {}  # a module's attributes move with it: unknown here, DEV009's concern
             submodules = self._layers_set_in(init) if init is not None else frozenset()
-        if attributes or submodules:
+            tensors = module_tensors_set_in(init, self.names) if init is not None else {}
+        if attributes or submodules or tensors:
             reassigned = set().union(
                 *(_assigned_names(m) for n, m in facts.methods.items() if n != "__init__")
             )
@@ -243,6 +249,8 @@ class DeviceFlow(CallEvaluator):
                 frozenset(name for name in submodules if f"self.{name}" not in reassigned)
                 - facts.methods.keys()
             )
+            # (a buffer assigned a new tensor later holds that tensor, wherever it lives)
+            tensors = {n: kind for n, kind in tensors.items() if f"self.{n}" not in reassigned}
         self._class_attributes[name] = attributes
         for method_name, method in facts.methods.items():
             if method_name != "__init__":
@@ -258,6 +266,7 @@ class DeviceFlow(CallEvaluator):
                     forward=forward,
                     tensor_parameters=parameters,
                     submodules=submodules,
+                    tensors=tensors,
                     methods=facts.methods,
                 )
                 self._analyze(method, unit, attributes)
@@ -467,7 +476,11 @@ class DeviceFlow(CallEvaluator):
         if receiver is not UNKNOWN:
             bound[positional[0].arg] = receiver
         unit = Unit(
-            method, caller.module_class, submodules=caller.submodules, methods=caller.methods
+            method,
+            caller.module_class,
+            submodules=caller.submodules,
+            tensors=caller.tensors,
+            methods=caller.methods,
         )
         result = self._in_context(method, call, bound, unit, is_method=True)
         return UNKNOWN if result is None else result

@@ -18,6 +18,7 @@ from collections.abc import Collection, Iterable
 from pathlib import PurePath
 from typing import Union
 
+from devlint.analysis.names import ImportMap
 from devlint.analysis.syntax import dotted_name
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
@@ -164,3 +165,38 @@ def _annotated_otherwise(parameter: ast.arg) -> bool:
     if parameter.annotation is None:
         return False
     return "Tensor" not in ast.unparse(parameter.annotation)
+
+
+def module_tensors_set_in(init: FunctionNode, names: ImportMap) -> dict[str, str]:
+    """The buffers and parameters a module's ``init`` registers, by name: what its `to()`
+    moves, so what lives on the module's device (`self.register_buffer("freqs", f)`,
+    `self.scale = nn.Parameter(...)`). A buffer registered as None is none."""
+    found: dict[str, str] = {}
+    for node in ast.walk(init):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            method = node.func.attr
+            registered = _REGISTRATIONS.get(method)
+            if registered is None or not _on_self(node.func.value) or len(node.args) < 2:
+                continue
+            name, value = node.args[0], node.args[1]
+            is_none = isinstance(value, ast.Constant) and value.value is None
+            if isinstance(name, ast.Constant) and isinstance(name.value, str) and not is_none:
+                found[name.value] = registered
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+            if (
+                isinstance(target, ast.Attribute)
+                and _on_self(target.value)
+                and isinstance(value, ast.Call)
+                and names.qualified_syntax_name(value.func) in _PARAMETER_CLASSES
+            ):
+                found[target.attr] = "parameter"
+    return found
+
+
+_REGISTRATIONS = {"register_buffer": "buffer", "register_parameter": "parameter"}
+_PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+
+
+def _on_self(node: ast.expr) -> bool:
+    return isinstance(node, ast.Name) and node.id == "self"

@@ -157,6 +157,18 @@ class MissingDeviceMove(FlowRule):
         "    def _score(self, logits, mask):\n        return logits * mask.to(logits.device)\n"
         "    def forward(self, inputs):\n        mask = torch.ones(inputs.shape)\n"
         "        return self._score(inputs, mask)",
+        # a buffer registered as None is no tensor; one reassigned later holds what it is given
+        "import torch\nfrom torch import nn\nclass Net(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.register_buffer('mask', None)\n"
+        "    def forward(self, n):\n        return torch.ones(n) * self.mask",
+        "import torch\nfrom torch import nn\nclass Net(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.register_buffer('freq', torch.ones(4))\n"
+        "    def reset(self):\n        self.freq = torch.zeros(4)\n"
+        "    def forward(self, n):\n        return torch.arange(n)[:, None] * self.freq",
+        "import torch\nfrom torch import nn\nclass Net(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.register_buffer('freq', torch.ones(4))\n"
+        "    def forward(self, n):\n"
+        "        return torch.arange(n, device=self.freq.device)[:, None] * self.freq",
         # the helper combines the caller's CPU tensors with each other only
         "import torch\ndef scale(x: torch.Tensor, w):\n    return x * w\n"
         "def run():\n    return scale(torch.ones(3), torch.ones(3))",
@@ -271,6 +283,26 @@ class MissingDeviceMove(FlowRule):
             "        return total",
             5,
             17,
+        ),
+        # a registered buffer (or parameter) lives on the module's device: `.to()` moves it
+        Invalid(
+            "import torch\nfrom torch import nn\nclass Rotary(nn.Module):\n"
+            "    def __init__(self, dim):\n        super().__init__()\n"
+            "        self.register_buffer('inv_freq', torch.ones(dim))\n"
+            "    def forward(self, n):\n        t = torch.arange(n)\n"
+            "        return t[:, None] * self.inv_freq",
+            8,
+            13,
+            "on the module's device (`self.inv_freq`, a buffer of the module)",
+        ),
+        Invalid(
+            "import torch\nfrom torch import nn\nclass Scale(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n"
+            "        self.gamma = nn.Parameter(torch.ones(4))\n"
+            "    def forward(self, x):\n        return self.gamma * torch.rand(4)",
+            8,
+            29,
+            "a parameter of the module",
         ),
         # a method of the module, called with the caller's CPU mask, combines it with the input
         Invalid(
@@ -523,11 +555,13 @@ class MissingDeviceMove(FlowRule):
         input_node, input_value = follower
         if input_value.kind is Kind.TENSOR and not made_by_factory(value):
             return  # outside `forward`, only a tensor the function itself made is evidence
-        follows = (
-            "which follows the module's device"
-            if input_value.kind is not Kind.TENSOR
-            else f"which is on the caller's device ({input_value.placement.evidence})"
-        )
+        evidence = input_value.placement.evidence
+        if input_value.kind is not Kind.TENSOR:
+            follows = "which follows the module's device"
+        elif "of the module" in evidence:  # a buffer or parameter, which `.to()` moves
+            follows = f"which is on the module's device ({evidence})"
+        else:
+            follows = f"which is on the caller's device ({evidence})"
         where = "inside `forward` " if input_value.kind is not Kind.TENSOR else ""
         factory = cpu_factory(value, created)
         if factory is not None:
