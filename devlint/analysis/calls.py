@@ -61,7 +61,7 @@ from devlint.analysis.values import (
 
 if TYPE_CHECKING:
     from devlint.analysis.contexts import Frame
-    from devlint.analysis.flow import Env, FunctionNode, Unit
+    from devlint.analysis.units import Env, FunctionNode, Unit
 
 _PASS_THROUGH_ITERATORS = frozenset(
     {"iter", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm"}

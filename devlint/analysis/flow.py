@@ -19,20 +19,15 @@ from __future__ import annotations
 
 import ast
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from typing import Any, Optional, Union
 
-from devlint.analysis.calls import CallEvaluator
+from devlint.analysis.call_contexts import CallContexts
 from devlint.analysis.contexts import (
-    CONTEXTS_PER_FUNCTION,
     CallFinding,
     Context,
     Frame,
     InnerFinding,
-    argument_node,
-    bind_arguments,
-    defaults_of,
 )
 from devlint.analysis.guards import expects_error_in_syntax
 from devlint.analysis.kinds import data_siblings, tensor_tested
@@ -57,6 +52,7 @@ from devlint.analysis.torch_api import (
     is_torch_nn_class,
     looks_like_loader,
 )
+from devlint.analysis.units import ClassFacts, Env, FunctionNode, Unit
 from devlint.analysis.values import (
     NOT_A_TENSOR,
     UNKNOWN,
@@ -68,40 +64,9 @@ from devlint.analysis.values import (
     cpu_loader,
     join,
     join_all,
-    made_by_factory,
 )
 
-Env = dict[str, Value]
-FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
-
-
-@dataclass
-class Unit:
-    """One function (or the module script) being interpreted."""
-
-    function: Optional[FunctionNode]
-    module_class: bool = False  # a method of an nn.Module subclass
-    forward: bool = False
-    # Parameters that are tensors on the caller's device (see `parameters`).
-    tensor_parameters: frozenset[str] = frozenset()
-    # In a module's methods: the attributes `__init__` sets to a torch layer with parameters,
-    # which run on the module's device (`self.embedding(positions)` in `forward`).
-    submodules: frozenset[str] = frozenset()
-    # In a module's methods: its buffers and parameters (`self.register_buffer("name", ...)`,
-    # `self.name = nn.Parameter(...)` in `__init__`), by name, with which of the two each is.
-    tensors: Mapping[str, str] = field(default_factory=dict)
-    # In a class's methods: the class's methods, which `self.name(...)` calls in context.
-    methods: Mapping[str, FunctionNode] = field(default_factory=dict)
-    returns: list[Value] = field(default_factory=list)
-    default_device_changed: int = 0  # inside `with torch.device(...)`
-
-
-@dataclass(frozen=True)
-class ClassFacts:
-    node: ast.ClassDef
-    bases: tuple[str, ...]
-    methods: dict[str, FunctionNode]
 
 
 def merge(first: Optional[Env], second: Optional[Env]) -> Optional[Env]:
@@ -119,7 +84,7 @@ def merge(first: Optional[Env], second: Optional[Env]) -> Optional[Env]:
     return merged
 
 
-class DeviceFlow(CallEvaluator):
+class DeviceFlow(CallContexts):
     """The device-flow facts of one file, computed once and read by every flow rule."""
 
     def __init__(
@@ -425,208 +390,6 @@ class DeviceFlow(CallEvaluator):
             if star is not None:
                 env[star.arg] = UNKNOWN
 
-    def summary(self, function: FunctionNode) -> Value:
-        """What a helper of this file returns, analysed with unknown arguments."""
-        known = self._summaries.get(function)
-        if known is not None:
-            return known
-        if function in self._in_progress:
-            return UNKNOWN
-        self._in_progress.add(function)
-        recording, statement, frames = self.recording, self.statement, self.frames
-        self.recording, self.frames = False, []  # no caller's context: its values are unknown
-        unit = Unit(function)
-        env: Env = {}
-        self._bind_parameters(function, unit, env)
-        self.exec_block(function.body, env, unit)
-        self.recording, self.statement, self.frames = recording, statement, frames
-        self._in_progress.discard(function)
-        result = unit.returns[0] if unit.returns else UNKNOWN
-        for other in unit.returns[1:]:
-            result = join(result, other)
-        if _placed_by_parameter(result, function):
-            result = UNKNOWN  # `.to(device)` with the callee's own `device`: the caller's choice
-        self._summaries[function] = result
-        return result
-
-    def call_summary(self, function: FunctionNode, call: ast.Call, arguments: list[Value]) -> Value:
-        """What a helper of this file returns for this call's arguments (see `contexts`)."""
-        bound = bind_arguments(function, call, arguments)
-        if self.recording and self._in_script:
-            self._script_calls.setdefault(function, []).append(bound)
-        if bound is None or function in self._in_progress:
-            return self.summary(function)
-        result = self._in_context(function, call, bound, Unit(function))
-        return self.summary(function) if result is None else result
-
-    def method_call(
-        self,
-        call: ast.Call,
-        method: FunctionNode,
-        receiver: Value,
-        arguments: list[Value],
-        caller: Unit,
-    ) -> Value:
-        """`self.helper(inputs, mask)` in a method of the class: the helper analysed with the
-        values passed, `self` included; UNKNOWN where it cannot be."""
-        bound = bind_arguments(method, call, arguments, skip_first=True)
-        positional = [*method.args.posonlyargs, *method.args.args]
-        if bound is None or not positional or method in self._in_progress:
-            return UNKNOWN
-        if receiver is not UNKNOWN:
-            bound[positional[0].arg] = receiver
-        unit = Unit(
-            method,
-            caller.module_class,
-            submodules=caller.submodules,
-            tensors=caller.tensors,
-            methods=caller.methods,
-        )
-        result = self._in_context(method, call, bound, unit, is_method=True)
-        return UNKNOWN if result is None else result
-
-    def _in_context(
-        self,
-        function: FunctionNode,
-        call: ast.Call,
-        bound: dict[str, Value],
-        unit: Unit,
-        is_method: bool = False,
-    ) -> Optional[Value]:
-        """What ``function`` returns for the values ``call`` passes, memoised per distinct
-        context; its findings about those values are passed on to ``call``. None past the
-        bound on contexts."""
-        known = {name: value for name, value in bound.items() if value is not UNKNOWN}
-        key = (function, tuple(sorted(known.items(), key=lambda pair: pair[0])))
-        memo = self._contexts.get(key)
-        if memo is None:
-            count = self._context_counts.get(function, 0)
-            if count >= CONTEXTS_PER_FUNCTION:
-                return None
-            self._context_counts[function] = count + 1
-            memo = self._analyze_in_context(function, known, unit)
-            self._contexts[key] = memo
-        result, findings = memo
-        for inner in findings:
-            if inner.parameter in bound:  # (not a default's value: the caller passed nothing)
-                self._pass_on(call, function, inner, bound[inner.parameter], is_method)
-        return result
-
-    def _analyze_in_context(
-        self, function: FunctionNode, bound: dict[str, Value], unit: Unit
-    ) -> tuple[Value, tuple[InnerFinding, ...]]:
-        self._in_progress.add(function)
-        recording, statement = self.recording, self.statement
-        self.recording = False
-        env: Env = {}
-        self._bind_parameters(function, unit, env)
-        passed = dict(bound)
-        for name, default in defaults_of(function).items():
-            if name not in bound:  # the call leaves it out: the default is what it holds
-                value = self.eval(default, {}, unit)
-                if value is not UNKNOWN:
-                    passed[name] = value
-        env.update(passed)
-        frame = Frame(passed, function.name)
-        self.frames.append(frame)
-        try:
-            self.exec_block(function.body, env, unit)
-        finally:
-            self.frames.pop()
-            self.recording, self.statement = recording, statement
-            self._in_progress.discard(function)
-        result = unit.returns[0] if unit.returns else UNKNOWN
-        for other in unit.returns[1:]:
-            result = join(result, other)
-        if _placed_by_parameter(result, function, exempt=passed.keys()):
-            result = UNKNOWN
-        return result, tuple(frame.findings)
-
-    def _pass_on(
-        self,
-        call: ast.Call,
-        function: FunctionNode,
-        inner: InnerFinding,
-        value: Value,
-        is_method: bool,
-    ) -> None:
-        """A helper handed the CPU value of ``call``'s argument to a module on a device, or
-        combined it with a tensor on one: report it at ``call`` (or, inside another helper, at
-        that helper's own call sites)."""
-        if self.recording:
-            argument = argument_node(call, function, inner.parameter, skip_first=is_method)
-            if argument is not None and not self.expecting_failure:
-                found = self.call_findings.setdefault(call, [])
-                finding = CallFinding(argument, value, inner)
-                if finding not in found:
-                    found.append(finding)
-        elif self.frames:
-            parameter = self.frames[-1].parameter_of(value)
-            if parameter is not None:
-                self.frames[-1].findings.append(replace(inner, parameter=parameter))
-
-    def note_module_input(self, call: ast.Call, module: Value, arguments: list[Value]) -> None:
-        """Inside a helper analysed in a context: a CPU value of the caller's handed to a module
-        on a device."""
-        frame = self.frames[-1]
-        for value in arguments:
-            if value.is_cpu_tensor():
-                parameter = frame.parameter_of(value)
-                if parameter is not None:
-                    frame.findings.append(InnerFinding(parameter, call, module, frame.function))
-                return
-
-    def note_operation(self, node: ast.AST, operands: Sequence[Value]) -> None:
-        """Inside a helper analysed in a context: a CPU tensor of the caller's combined with a
-        tensor on a device, or on the device the helper's own inputs are on."""
-        frame = self.frames[-1]
-        passed = next((value for value in operands if value.is_cpu_tensor()), None)
-        parameter = frame.parameter_of(passed) if passed is not None else None
-        if passed is None or parameter is None:
-            return
-        for partner in operands:
-            if partner.is_on_device() or (
-                partner.where is Where.INPUT
-                and not partner.scalar
-                and partner.kind in (Kind.TENSOR, Kind.UNKNOWN)
-                # a tensor parameter's device is the caller's: only a factory's tensor is
-                # evidence against it (as in the helper's own code)
-                and (partner.kind is Kind.UNKNOWN or made_by_factory(passed))
-            ):
-                finding = InnerFinding(parameter, node, partner, frame.function, combined=True)
-                if finding not in frame.findings:
-                    frame.findings.append(finding)
-                return
-
-    def construct(self, call: ast.Call, name: str, arguments: list[Value]) -> None:
-        """A plain class of this file constructed: what its `__init__` is passed here."""
-        facts = self.classes.get(name)
-        init = facts.methods.get("__init__") if facts is not None else None
-        if init is None or not self.recording:
-            return  # a helper's summary runs its code again: each site is counted once
-        bound = bind_arguments(init, call, arguments, skip_first=True)
-        self._constructions.setdefault(name, []).append(bound)
-
-    def _construction_context(self, name: str, init: FunctionNode) -> dict[str, Value]:
-        """What every construction site of class ``name`` passes to its `__init__`, joined;
-        nothing unless each site in the file was seen, and the class has no subclass here."""
-        sites = self._constructions.get(name, [])
-        written = self._calls_written()[name]
-        subclassed = any(name in facts.bases for facts in self.classes.values())
-        if not sites or len(sites) != written or subclassed or any(s is None for s in sites):
-            return {}
-        context: dict[str, Value] = {}
-        parameters = {
-            p.arg for p in (*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs)
-        }
-        for parameter in parameters:
-            held = [site.get(parameter) for site in sites if site is not None]
-            if held and all(value is not None for value in held):
-                joined = join_all(value for value in held if value is not None)
-                if joined is not UNKNOWN:
-                    context[parameter] = joined
-        return context
-
     # -- statements --------------------------------------------------------------------
 
     def exec_block(self, statements: Sequence[ast.stmt], env: Env, unit: Unit) -> Optional[Env]:
@@ -862,20 +625,6 @@ def _omitted_parameter(test: ast.expr, function: Optional[FunctionNode]) -> Opti
         if parameter.arg == left.id and isinstance(default, ast.Constant):
             return left.id if default.value is None else None
     return None
-
-
-def _placed_by_parameter(
-    value: Value, function: FunctionNode, exempt: Collection[str] = ()
-) -> bool:
-    """Whether ``value`` was placed on a device named by a parameter of ``function``, which
-    means nothing where the caller reads the summary (unless the call passed that parameter:
-    ``exempt``, then the placement is the caller's value)."""
-    if value.where is not Where.DEVICE:
-        return False
-    root = value.placement.device.split(".", 1)[0].split("[", 1)[0]
-    arguments = function.args
-    every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
-    return any(parameter.arg == root and root not in exempt for parameter in every)
 
 
 def _calls_by_name(module: ast.Module) -> Counter[str]:

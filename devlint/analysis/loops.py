@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Optional
 from devlint.analysis.values import UNKNOWN, join
 
 if TYPE_CHECKING:
-    from devlint.analysis.flow import DeviceFlow, Env
+    from devlint.analysis.flow import DeviceFlow
+    from devlint.analysis.units import Env
 
 # Rounds without recording before the head's state is widened; nested loops get fewer, so a
 # nest of loops stays linear in practice (a loop inside two others runs its body once).

@@ -1,0 +1,42 @@
+"""The units the device flow interprets: a function (or the module script) and the facts of a
+class, shared by the interpreter (`flow`), its expressions (`calls`) and its call contexts."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+from devlint.analysis.values import Value
+
+Env = dict[str, Value]
+FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+
+
+@dataclass
+class Unit:
+    """One function (or the module script) being interpreted."""
+
+    function: Optional[FunctionNode]
+    module_class: bool = False  # a method of an nn.Module subclass
+    forward: bool = False
+    # Parameters that are tensors on the caller's device (see `parameters`).
+    tensor_parameters: frozenset[str] = frozenset()
+    # In a module's methods: the attributes `__init__` sets to a torch layer with parameters,
+    # which run on the module's device (`self.embedding(positions)` in `forward`).
+    submodules: frozenset[str] = frozenset()
+    # In a module's methods: its buffers and parameters (`self.register_buffer("name", ...)`,
+    # `self.name = nn.Parameter(...)` in `__init__`), by name, with which of the two each is.
+    tensors: Mapping[str, str] = field(default_factory=dict)
+    # In a class's methods: the class's methods, which `self.name(...)` calls in context.
+    methods: Mapping[str, FunctionNode] = field(default_factory=dict)
+    returns: list[Value] = field(default_factory=list)
+    default_device_changed: int = 0  # inside `with torch.device(...)`
+
+
+@dataclass(frozen=True)
+class ClassFacts:
+    node: ast.ClassDef
+    bases: tuple[str, ...]
+    methods: dict[str, FunctionNode]
