@@ -77,6 +77,30 @@ _TEXT_KEY = re.compile(
 )
 
 
+# torch.nn classes whose forward returns something other than one tensor: a tuple (recurrent
+# layers, attention), or whatever the layers they hold return (containers).
+_NOT_ONE_TENSOR_LAYERS = frozenset(
+    {
+        "RNN",
+        "LSTM",
+        "GRU",
+        "MultiheadAttention",
+        "Sequential",
+        "ModuleList",
+        "ModuleDict",
+        "ParameterList",
+        "ParameterDict",
+        "AdaptiveLogSoftmaxWithLoss",
+        "MaxPool1d",
+        "MaxPool2d",
+        "MaxPool3d",
+        "AdaptiveMaxPool1d",
+        "AdaptiveMaxPool2d",
+        "AdaptiveMaxPool3d",
+    }
+)
+
+
 def _operands(arguments: Sequence[Value]) -> list[Value]:
     """Tensor operands of a torch function: the elements of `torch.cat([a, b])` count one by one."""
     operands: list[Value] = []
@@ -542,9 +566,10 @@ class CallEvaluator:
             return Value(
                 Kind.MODULE, created, has_parameters=False, is_loss=True, cpu_weight=weight
             )
+        returns_tensor = qualified.rpartition(".")[2] not in _NOT_ONE_TENSOR_LAYERS
         if is_parameterless_class(qualified):
-            return Value(Kind.MODULE, created, has_parameters=False)
-        return Value(Kind.MODULE, created)
+            return Value(Kind.MODULE, created, has_parameters=False, returns_tensor=returns_tensor)
+        return Value(Kind.MODULE, created, returns_tensor=returns_tensor)
 
     def _local_call(self, node: ast.Call, name: str, arguments: list[Value]) -> Value:
         if name in ("enumerate", "zip"):
@@ -583,7 +608,7 @@ class CallEvaluator:
             return Value(
                 Kind.TENSOR,
                 Placement(callee.where, callee.placement.device, evidence, callee.placement.origin),
-                module_output=True,
+                module_output=not callee.returns_tensor,
             )
         # A module accepting an input on a device runs on that device, and so is its output.
         for argument_value in arguments:
@@ -697,7 +722,8 @@ class CallEvaluator:
         if receiver.kind is Kind.MODULE or (bare and receiver.kind is Kind.UNKNOWN):
             # Module.to works in place: the name itself now refers to a moved module.
             moved = Value(Kind.MODULE, placement, has_parameters=receiver.has_parameters,
-                          is_loss=receiver.is_loss)  # fmt: skip
+                          is_loss=receiver.is_loss,
+                          returns_tensor=receiver.returns_tensor)  # fmt: skip
             if receiver_name is not None:
                 env[receiver_name] = moved
             return moved

@@ -64,6 +64,9 @@ class Value:
     # What calling a module returned: a tensor for a layer, but a pipeline's images or a model's
     # output object may be numpy arrays or containers; only a tensor's own method proves it.
     module_output: bool = False
+    # For modules: a torch layer whose forward returns one tensor (`nn.Linear`, `nn.Conv2d`;
+    # not `nn.LSTM`'s tuple, not a container of other layers), so its output is no array.
+    returns_tensor: bool = False
     empty: bool = False  # an empty list or tuple literal: it holds nothing yet
 
     @property

@@ -21,7 +21,9 @@ class NumpyOnDeviceTensor(FlowRule):
     that lives on the caller's device: `forward`'s input, or a tensor parameter
     of any function (library code runs wherever its caller keeps the data). A
     module's output handed to a numpy function is not flagged: a pipeline may
-    return numpy images already; `.numpy()` itself proves a tensor. Code that
+    return numpy images already; `.numpy()` itself proves a tensor, and so does
+    a torch layer that returns one tensor (`nn.Linear`, `nn.Conv2d`; not
+    `nn.LSTM`'s tuple or a container's whatever-its-layers-return). Code that
     prepares CPU data by design (a dataset's methods, collate functions, the
     helpers of a test module) is left out. In a file that places nothing on a
     device, CPU-side code whose callers pass CPU tensors, only a parameter
@@ -116,8 +118,19 @@ class NumpyOnDeviceTensor(FlowRule):
         "import torch\nx = torch.zeros(3).to(device)\nif device == 'cpu':\n    a = x.numpy()",
         "import torch\nx = torch.zeros(3).to(self.device)\nif self.device != CPU:\n"
         "    x = x.cpu()\na = x.numpy()",
+        # an LSTM returns a tuple, a Sequential what its last layer returns
+        "import numpy as np\nfrom torch import nn\nrnn = nn.LSTM(4, 8).to(device)\n"
+        "m = np.mean(rnn(x))",
     )
     INVALID = (
+        # a torch layer's output is one tensor, on the layer's device
+        Invalid(
+            "import numpy as np\nfrom torch import nn\nnet = nn.Linear(4, 2).to(device)\n"
+            "outs = [net(x.to(device)) for x in batches]\nm = np.mean(outs[0])",
+            5,
+            13,
+            "output of `net`",
+        ),
         # a tensor whose device the code reads lives on a device chosen elsewhere
         Invalid(
             "import torch\ndef td_errors(policy, batch):\n    q = policy(batch).values\n"
