@@ -144,3 +144,16 @@ def test_a_method_called_with_values_on_one_device_is_silent() -> None:
         "        return self._score(x, torch.ones(x.shape, device=x.device))\n"
     )
     assert lint_snippet(source, {"DEV005", "DEV006"}) == []
+
+
+def test_a_static_method_binds_its_arguments_from_the_first() -> None:
+    # `self.scale(x, w)` on a staticmethod passes `x` to its first parameter: no `self` to skip.
+    source = (
+        "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
+        "    @staticmethod\n    def scale(x, w):\n        return x * w\n"
+        "    def forward(self, x):\n        return self.scale(x, torch.ones(3))\n"
+    )
+    [found] = lint_snippet(source, {"DEV005"})
+    assert (found.start.row, found.start.column) == (8, 30)
+    wrapped = source.replace("    @staticmethod\n", "    @functools.cache\n")
+    assert lint_snippet(wrapped, {"DEV005"}) == []  # not the code the call runs: unknown

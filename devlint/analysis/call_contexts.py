@@ -23,6 +23,7 @@ from devlint.analysis.contexts import (
     bind_arguments,
     defaults_of,
 )
+from devlint.analysis.syntax import dotted_name
 from devlint.analysis.units import ClassFacts, Env, FunctionNode, Unit
 from devlint.analysis.values import UNKNOWN, Kind, Value, Where, join, join_all, made_by_factory
 
@@ -93,11 +94,15 @@ class CallContexts(CallEvaluator):
     ) -> Value:
         """`self.helper(inputs, mask)` in a method of the class: the helper analysed with the
         values passed, `self` included; UNKNOWN where it cannot be."""
-        bound = bind_arguments(method, call, arguments, skip_first=True)
+        decorators = {dotted_name(decorator) for decorator in method.decorator_list}
+        if decorators - {"classmethod", "staticmethod"}:
+            return UNKNOWN  # a property, a cached or wrapped method: not the code called here
+        static = "staticmethod" in decorators
+        bound = bind_arguments(method, call, arguments, skip_first=not static)
         positional = [*method.args.posonlyargs, *method.args.args]
-        if bound is None or not positional or method in self._in_progress:
+        if bound is None or not (positional or static) or method in self._in_progress:
             return UNKNOWN
-        if receiver is not UNKNOWN:
+        if receiver is not UNKNOWN and not static and "classmethod" not in decorators:
             bound[positional[0].arg] = receiver
         unit = Unit(
             method,
@@ -106,7 +111,7 @@ class CallContexts(CallEvaluator):
             tensors=caller.tensors,
             methods=caller.methods,
         )
-        result = self._in_context(method, call, bound, unit, is_method=True)
+        result = self._in_context(method, call, bound, unit, is_method=not static)
         return UNKNOWN if result is None else result
 
     def _in_context(
