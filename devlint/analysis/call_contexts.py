@@ -109,7 +109,6 @@ class CallContexts(CallEvaluator):
             caller.module_class,
             submodules=caller.submodules,
             tensors=caller.tensors,
-            methods=caller.methods,
         )
         result = self._in_context(method, call, bound, unit, is_method=not static)
         return UNKNOWN if result is None else result

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Optional, Union
 
@@ -45,6 +45,7 @@ from devlint.analysis.torch_api import (
     is_parameterless_class,
     is_torch_nn_class,
     looks_like_loader,
+    returns_one_tensor,
 )
 from devlint.analysis.values import (
     SCALAR,
@@ -74,30 +75,6 @@ _TENSOR_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data", "real", "imag", "g
 # of a Hugging Face style dataset are lists of strings.
 _TEXT_KEY = re.compile(
     r"prompt|text|caption|path|file|name|url|sentence|string|question|answer|title|^ids?$|_id$"
-)
-
-
-# torch.nn classes whose forward returns something other than one tensor: a tuple (recurrent
-# layers, attention), or whatever the layers they hold return (containers).
-_NOT_ONE_TENSOR_LAYERS = frozenset(
-    {
-        "RNN",
-        "LSTM",
-        "GRU",
-        "MultiheadAttention",
-        "Sequential",
-        "ModuleList",
-        "ModuleDict",
-        "ParameterList",
-        "ParameterDict",
-        "AdaptiveLogSoftmaxWithLoss",
-        "MaxPool1d",
-        "MaxPool2d",
-        "MaxPool3d",
-        "AdaptiveMaxPool1d",
-        "AdaptiveMaxPool2d",
-        "AdaptiveMaxPool3d",
-    }
 )
 
 
@@ -138,6 +115,8 @@ class CallEvaluator:
     expecting_failure: int  # inside `with pytest.raises(...)`: nothing there is logged
     project: Optional[ProjectView]  # the summaries of imported project files, where known
     frames: list[Frame]  # helpers being analysed in their caller's context
+    # Each method's class's methods, which it calls as `self.name(...)`.
+    sibling_methods: dict[ast.AST, Mapping[str, FunctionNode]]
 
     def is_module_class(self, name: str) -> bool:
         raise NotImplementedError
@@ -566,7 +545,7 @@ class CallEvaluator:
             return Value(
                 Kind.MODULE, created, has_parameters=False, is_loss=True, cpu_weight=weight
             )
-        returns_tensor = qualified.rpartition(".")[2] not in _NOT_ONE_TENSOR_LAYERS
+        returns_tensor = returns_one_tensor(qualified)
         if is_parameterless_class(qualified):
             return Value(Kind.MODULE, created, has_parameters=False, returns_tensor=returns_tensor)
         return Value(Kind.MODULE, created, returns_tensor=returns_tensor)
@@ -629,8 +608,9 @@ class CallEvaluator:
         method = func.attr
         if method in DEVICE_MOVES:
             return self._move(node, func, method, receiver, env, unit, bare)
-        if type(func.value) is ast.Name and func.value.id == "self" and method in unit.methods:
-            result = self.method_call(node, unit.methods[method], receiver, arguments, unit)
+        sibling = self._sibling_method(func, unit)
+        if sibling is not None:
+            result = self.method_call(node, sibling, receiver, arguments, unit)
             if result is not UNKNOWN:
                 return result
         if method in OPERAND_METHODS:
@@ -685,6 +665,12 @@ class CallEvaluator:
             # `self.encoder(x)` inside forward: a submodule runs where the module's inputs are.
             return Value(Kind.TENSOR, receiver.placement)
         return UNKNOWN
+
+    def _sibling_method(self, func: ast.Attribute, unit: Unit) -> Optional[FunctionNode]:
+        """The method of ``unit``'s class that `self.name(...)` calls, if any."""
+        if unit.function is None or not (type(func.value) is ast.Name and func.value.id == "self"):
+            return None
+        return self.sibling_methods.get(unit.function, {}).get(func.attr)
 
     def _parameters_of(
         self, func: ast.Attribute, method: str, receiver: Value, unit: Unit

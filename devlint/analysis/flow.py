@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import ast
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Optional, Union
 
 from devlint.analysis.call_contexts import CallContexts
@@ -138,7 +138,7 @@ class DeviceFlow(CallContexts):
         self._call_counts: Optional[Counter[str]] = None
         self._device_reads: dict[FunctionNode, dict[str, ast.Attribute]] = {}
         # Each method's class's methods, which it calls as `self.name(...)`.
-        self._sibling_methods: dict[ast.AST, dict[str, FunctionNode]] = {}
+        self.sibling_methods: dict[ast.AST, Mapping[str, FunctionNode]] = {}
         self._collect_definitions(module.body)
         self._bases = {name: facts.bases for name, facts in self.classes.items()}
         self._run(module)
@@ -162,7 +162,7 @@ class DeviceFlow(CallContexts):
                 )
                 self.classes.setdefault(statement.name, ClassFacts(statement, bases, methods))
                 for method in methods.values():
-                    self._sibling_methods[method] = methods
+                    self.sibling_methods[method] = methods
             elif isinstance(statement, _FUNCTION_TYPES):
                 self.functions.setdefault(statement.name, statement)
 
@@ -195,7 +195,7 @@ class DeviceFlow(CallContexts):
         init = facts.methods.get("__init__")
         if init is not None:
             # A plain class's `__init__` runs for what it sets; a module's, only to report.
-            unit = Unit(init, module_class, methods=facts.methods)
+            unit = Unit(init, module_class)
             context = {} if module_class else self._construction_context(name, init)
             init_env = self._analyze(init, unit, attributes, not module_class, context)
             attributes = {key: value for key, value in init_env.items() if key.startswith("self.")}
@@ -232,7 +232,6 @@ class DeviceFlow(CallContexts):
                     tensor_parameters=parameters,
                     submodules=submodules,
                     tensors=tensors,
-                    methods=facts.methods,
                 )
                 self._analyze(method, unit, attributes)
 
@@ -286,7 +285,7 @@ class DeviceFlow(CallContexts):
             device, cpu = device or facts.device_source, cpu or facts.cpu_tensor_source
             for name in facts.called:
                 if name.startswith("self."):
-                    helper = self._sibling_methods.get(caller, {}).get(name[5:])
+                    helper = self.sibling_methods.get(caller, {}).get(name[5:])
                 else:
                     helper = self.functions.get(name)
                 if helper is not None and helper not in seen:

@@ -187,6 +187,35 @@ def is_loss_class(qualified: str) -> bool:
     return is_torch_nn_class(qualified) and nn_class_name(qualified).endswith("Loss")
 
 
+# torch.nn classes whose forward returns something other than one tensor: a tuple (recurrent
+# layers, attention), or whatever the layers they hold return (containers).
+_NOT_ONE_TENSOR_LAYERS = frozenset(
+    {
+        "RNN",
+        "LSTM",
+        "GRU",
+        "MultiheadAttention",
+        "Sequential",
+        "ModuleList",
+        "ModuleDict",
+        "ParameterList",
+        "ParameterDict",
+        "AdaptiveLogSoftmaxWithLoss",
+        "MaxPool1d",
+        "MaxPool2d",
+        "MaxPool3d",
+        "AdaptiveMaxPool1d",
+        "AdaptiveMaxPool2d",
+        "AdaptiveMaxPool3d",
+    }
+)
+
+
+def returns_one_tensor(qualified: str) -> bool:
+    """A torch layer whose forward returns one tensor, so its output is no array or tuple."""
+    return nn_class_name(qualified) not in _NOT_ONE_TENSOR_LAYERS
+
+
 def is_parameterless_class(qualified: str) -> bool:
     return nn_class_name(qualified) in _PARAMETERLESS_MODULES
 

@@ -29,8 +29,6 @@ class Unit:
     # In a module's methods: its buffers and parameters (`self.register_buffer("name", ...)`,
     # `self.name = nn.Parameter(...)` in `__init__`), by name, with which of the two each is.
     tensors: Mapping[str, str] = field(default_factory=dict)
-    # In a class's methods: the class's methods, which `self.name(...)` calls in context.
-    methods: Mapping[str, FunctionNode] = field(default_factory=dict)
     returns: list[Value] = field(default_factory=list)
     default_device_changed: int = 0  # inside `with torch.device(...)`
 

@@ -453,7 +453,8 @@ class MissingDeviceMove(FlowRule):
         factory = cpu_factory(passed.value, passed.argument)
         origin = passed.value.placement.origin
         if origin is passed.argument and isinstance(origin, ast.Call):
-            factory = origin if made_by_factory(passed.value) else None  # `self.walk(x, torch.ones(3))`: the argument is the factory
+            # `self.walk(x, torch.ones(3))`: the argument is the factory
+            factory = origin if made_by_factory(passed.value) else None
         if factory is not None and factory in self._factories_reported:
             return
         citations = Citations()
@@ -462,11 +463,14 @@ class MissingDeviceMove(FlowRule):
         partner = inner.partner.placement
         if inner.partner.where is Where.DEVICE:
             follows = f"a tensor on `{partner.device}` ({citations.of(partner)})"
-        elif inner.partner.kind is Kind.TENSOR and not partner.evidence.startswith("input "):
-            follows = f"a tensor on the device its caller chose ({citations.of(partner)})"
-        else:
+        elif _on_module_device(inner.partner):
             follows = f"a tensor on the module's device ({citations.of(partner)})"
-        called = f"`{inner.function}`, called at line {call_line}, combines it with {follows} at line {inner_line}"
+        else:
+            follows = f"a tensor on the device its caller chose ({citations.of(partner)})"
+        called = (
+            f"`{inner.function}`, called at line {call_line}, combines it with {follows} at "
+            f"line {inner_line}"
+        )
         if factory is not None:
             if not self.analysis.expects_failure():
                 self._factories_reported.add(factory)
@@ -558,7 +562,7 @@ class MissingDeviceMove(FlowRule):
         evidence = input_value.placement.evidence
         if input_value.kind is not Kind.TENSOR:
             follows = "which follows the module's device"
-        elif "of the module" in evidence:  # a buffer or parameter, which `.to()` moves
+        elif _on_module_device(input_value):
             follows = f"which is on the module's device ({evidence})"
         else:
             follows = f"which is on the caller's device ({evidence})"
@@ -589,3 +593,15 @@ class MissingDeviceMove(FlowRule):
             "create it with `device=` the input's device (or register it as a buffer)",
             citations.cited(),
         )
+
+
+def _on_module_device(value: Value) -> bool:
+    """Whether an operand that follows a device follows the module's: an input of `forward`
+    (whatever it was turned into), a buffer or a parameter, which `.to()` moves; not a tensor
+    parameter of a plain function, which lives where its caller chose."""
+    evidence = value.placement.evidence
+    return (
+        value.kind is not Kind.TENSOR
+        or evidence.startswith("input ")
+        or "of the module" in evidence
+    )
