@@ -120,10 +120,18 @@ class FindingCollector:
 class FileContext(FindingCollector):
     """Per-file state: the module, the analysis trackers, and the findings so far."""
 
-    def __init__(self, path: str, module: cst.Module, style: DeviceStyle = DEFAULT_STYLE) -> None:
+    def __init__(
+        self,
+        path: str,
+        module: cst.Module,
+        style: DeviceStyle = DEFAULT_STYLE,
+        source: Optional[str] = None,
+    ) -> None:
         super().__init__()
         self.path = path
         self.module = module
+        # The module's code, as read (laying the tree out again costs as much as parsing it).
+        self.source = module.code if source is None else source
         self.style = style  # how a fix writes a device: the project's torch floor
         self.names = ImportMap()
         self.names.add_statements(module.body)

@@ -497,7 +497,7 @@ def _run_rules(
 ) -> list[tuple[Finding, tuple[int, ...]]]:
     """Findings of the ``active`` rules, each with the rows where a `# noqa` comment silences it
     (``syntax_tree``: CPython's parse of the source, where there is one already)."""
-    context = FileContext(path, module, rules.style)
+    context = FileContext(path, module, rules.style, source)
     try:
         with _deep_recursion():
             rules.walker(context, active, errors).walk(module)

@@ -3,8 +3,9 @@
 LibCST's `PositionProvider` generates the code of the whole module to learn every node's range:
 on a large file (PyTorch has 1 MB ones) that costs seconds for a single finding. The nodes a
 finding needs (its node and statement, the nodes its message cites, its fix's anchors) lie in a
-few top-level statements. Each of those is laid out alone, as a module of one statement, and
-CPython's parser, several times cheaper than the layout, tells on which line it starts.
+few statements. Each top-level statement holding some is laid out alone, as a module of one
+statement, with its bodies cut down to the statements holding them (one method of a large class),
+and CPython's parser, several times cheaper than the layout, tells on which line each starts.
 """
 
 from __future__ import annotations
@@ -47,28 +48,83 @@ def ranges_of(
         return every_range(module)  # a node outside the statements, or grammar CPython lacks
     ranges: dict[cst.CSTNode, CodeRange] = {}
     for index, nodes in homes.items():
-        statement, span = module.body[index], spans[index]
+        kept: list[_Kept] = []
+        statement = _pruned(module.body[index], spans[index], {id(n): n for n in nodes}, kept)
         local = every_range(module.with_changes(body=[statement], header=(), footer=()))
-        shift = span.first_line - 1
-        laid_out = local[statement]
-        if (laid_out.start.line + shift, laid_out.end.line + shift) != span.code_lines:
-            return every_range(module)  # lines CPython counts otherwise (a continued decorator)
-        for node in nodes:
-            found = local[node]
-            ranges[node] = CodeRange(
-                (found.start.line + shift, found.start.column),
-                (found.end.line + shift, found.end.column),
-            )
+        for holder in kept:
+            laid_out = local[holder.laid_out]
+            shift = holder.code_lines[0] - laid_out.start.line
+            if laid_out.end.line + shift != holder.code_lines[1]:
+                return every_range(module)  # lines CPython counts otherwise (a continued decorator)
+            for node in holder.nodes:
+                found = local[node]
+                ranges[node] = CodeRange(
+                    (found.start.line + shift, found.start.column),
+                    (found.end.line + shift, found.end.column),
+                )
     return ranges
 
 
 @dataclass(frozen=True)
-class _Span:
-    """Where a top-level statement is: its first line (blank and comment lines before it
-    included), and the first and last lines of its code (from `def` for a decorated one)."""
+class _Kept:
+    """A statement kept in the cut-down layout, with the wanted nodes it is the innermost kept
+    statement of. Its columns are those of the file (its indentation is kept) and its lines
+    shift by a constant: the distance between its first line laid out and CPython's."""
 
-    first_line: int
-    code_lines: tuple[int, int]
+    laid_out: cst.CSTNode  # the statement in the cut-down tree
+    code_lines: tuple[int, int]  # its first and last lines of code, from CPython's parse
+    nodes: tuple[cst.CSTNode, ...]
+
+
+def _pruned(
+    statement: cst.BaseStatement,
+    trees: Sequence[ast.stmt],
+    wanted: dict[int, cst.CSTNode],
+    kept: list[_Kept],
+) -> cst.BaseStatement:
+    """``statement`` (``trees``: CPython's statements for it) with each indented body cut to the
+    statements holding ``wanted`` nodes: a large class or function is not laid out whole for a
+    finding in one of its methods. Notes in ``kept`` what each kept statement holds."""
+    own = dict(wanted)
+    laid_out, last = statement, trees[-1]
+    block = getattr(statement, "body", None)
+    # A wanted statement or block spans the whole body: that level is laid out whole.
+    if not isinstance(block, cst.IndentedBlock) or {id(statement), id(block)} & own.keys():
+        children = None
+    else:
+        body = getattr(trees[0], "body", None) if len(trees) == 1 else None
+        children = _aligned(block.body, body)
+    cut: list[cst.BaseStatement] = []
+    for child, child_trees in children or ():
+        inside = {key: node for node in descendants(child) if (key := id(node)) in own}
+        if inside:
+            for key in inside:
+                del own[key]
+            cut.append(_pruned(child, child_trees, inside, kept))
+            last = child_trees[-1]  # where the statement cut down ends
+    if cut:
+        assert isinstance(block, cst.IndentedBlock)
+        laid_out = statement.with_changes(body=block.with_changes(body=cut))
+    if own:
+        code_lines = (trees[0].lineno, last.end_lineno or last.lineno)
+        kept.append(_Kept(laid_out, code_lines, tuple(own.values())))
+    return laid_out
+
+
+def _aligned(
+    statements: Sequence[cst.BaseStatement], body: object
+) -> Optional[list[tuple[cst.BaseStatement, list[ast.stmt]]]]:
+    """Each of LibCST's ``statements`` with CPython's statements for it: LibCST keeps
+    `a = 1; b = 2` as one line, CPython splits it. None where the two do not line up."""
+    if not isinstance(body, list):
+        return None
+    pairs: list[tuple[cst.BaseStatement, list[ast.stmt]]] = []
+    position = 0
+    for child in statements:
+        count = len(child.body) if isinstance(child, cst.SimpleStatementLine) else 1
+        pairs.append((child, body[position : position + count]))
+        position += count
+    return pairs if position == len(body) else None
 
 
 def _statements_holding(
@@ -89,37 +145,12 @@ def _statements_holding(
 
 def _spans(
     module: cst.Module, source: str, syntax_tree: Optional[ast.Module]
-) -> Optional[list[_Span]]:
-    """Each top-level statement's span, from CPython's parse; None where CPython cannot parse
-    the source or its statements do not line up with LibCST's."""
+) -> Optional[list[list[ast.stmt]]]:
+    """CPython's statements for each top-level statement; None where CPython cannot parse the
+    source or its statements do not line up with LibCST's."""
     try:
         body = (syntax_tree or parse_quietly(source)).body
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    spans: list[_Span] = []
-    position = 0
-    for statement in module.body:
-        # CPython splits `a = 1; b = 2` into statements; LibCST keeps one line of them.
-        count = len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
-        if position + count > len(body):
-            return None
-        first, last = body[position], body[position + count - 1]
-        top = _top_line(first) - _leading_lines(statement)
-        spans.append(_Span(top, (first.lineno, last.end_lineno or last.lineno)))
-        position += count
-    return spans if position == len(body) else None
-
-
-def _top_line(statement: ast.stmt) -> int:
-    """The line a statement's code starts on: its first decorator's, for a decorated one."""
-    decorators: list[ast.expr] = getattr(statement, "decorator_list", [])
-    return decorators[0].lineno if decorators else statement.lineno
-
-
-def _leading_lines(statement: cst.BaseStatement) -> int:
-    leading: Sequence[cst.EmptyLine] = getattr(statement, "leading_lines", ())
-    count = len(leading)
-    decorators: Sequence[cst.Decorator] = getattr(statement, "decorators", ())
-    if decorators:
-        count += len(decorators[0].leading_lines)
-    return count
+    pairs = _aligned(module.body, body)
+    return None if pairs is None else [trees for _, trees in pairs]

@@ -40,6 +40,12 @@ def assert_same_ranges(source: str, every: int = 1) -> None:
         "@\\\ndec\ndef f():\n    pass\nx = 1\n",  # a continued decorator: laid out whole instead
         "s = '''a\nb\nc'''\nt = x.cuda()",  # no newline at the end
         "match x:\n    case 1:\n        y.cuda()\n",
+        # Bodies cut down to the statement holding the nodes, at several depths.
+        "class A:\n    '''doc'''\n    x = 1; y = 2\n\n    # c\n    @dec\n    def f(self):\n"
+        "        for i in r:\n            if a:\n                pass\n            else:\n"
+        "                return self.x.cuda(\n                    1)\n    z = 3\n",
+        "def f():\n    try:\n        a = (1,\n             2)\n    except E:\n        b\n"
+        "    with c as d:\n        while e:\n            d.to(\\\n                'cuda')\n",
     ],
 )
 def test_ranges_equal_the_whole_layout(source: str) -> None:

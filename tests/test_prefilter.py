@@ -112,3 +112,23 @@ def test_a_rule_that_reads_the_torch_floor_runs_only_where_one_is_declared() -> 
     assert "DEV011" not in {rule.code for rule in RuleSet(ALL_CODES).rules}
     floor = DeviceStyle(TorchFloor(parse_version("2.0"), "pyproject.toml:3"))
     assert "DEV011" in {rule.code for rule in RuleSet(ALL_CODES, style=floor).rules}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x.to(0)",
+        "x.to (\n    0)",
+        "torch.device(0)",
+        "t = torch.ones(2, device = 1)",
+        "mydevice=0",
+        "proto(3)",
+        "subtype=2",
+        "x.to(d)",
+    ],
+)
+def test_a_confirmed_test_agrees_with_its_exact_test(text: str) -> None:
+    integer_device = RULES_BY_CODE["DEV012"].required_patterns[0]
+    assert isinstance(integer_device, prefilter.Confirmed)
+    assert integer_device.search(text) == bool(integer_device.exact.search(text))
+    assert not integer_device.exact.search(text) or integer_device.loose.search(text)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Optional, Union
 
 from devlint.analysis.imported import imported_attribute, imported_value
+from devlint.analysis.loops import LoopFrame, PathCounts, first_iteration_value
 from devlint.analysis.names import ImportMap
 from devlint.analysis.parameters import TENSOR_ONLY_ATTRIBUTES
 from devlint.analysis.project import ProjectView
@@ -94,6 +96,21 @@ def _adds_or_keeps_axes(index: ast.expr) -> bool:
     return type(index) is ast.Constant and (index.value is None or index.value is Ellipsis)
 
 
+# Factories whose first argument (or `size=`) is the shape: `torch.zeros(())` is 0-dim.
+_SHAPED_FACTORIES = frozenset(
+    {"torch.zeros", "torch.ones", "torch.empty", "torch.rand", "torch.randn", "torch.full"}
+)
+
+
+def _zero_dim_shape(node: ast.Call, qualified: str) -> bool:
+    """A factory given the empty shape `()`: its tensor is 0-dim, a CPU scalar that mixes
+    legally with tensors on any device."""
+    if qualified not in _SHAPED_FACTORIES:
+        return False
+    shape = argument(node, 0, "size")
+    return isinstance(shape, (ast.Tuple, ast.List)) and not shape.elts
+
+
 def _is_list_literal(node: ast.expr) -> bool:
     return isinstance(node, (ast.List, ast.Tuple, ast.ListComp))
 
@@ -115,6 +132,9 @@ class CallEvaluator:
     expecting_failure: int  # inside `with pytest.raises(...)`: nothing there is logged
     project: Optional[ProjectView]  # the summaries of imported project files, where known
     frames: list[Frame]  # helpers being analysed in their caller's context
+    loop_frames: list[LoopFrame]  # loops whose body is being run, recording
+    paths: PathCounts  # the branches around the expression, and those that left early so far
+    first_values: dict[ast.AST, Value]  # names read with another value on a first iteration
     # Each method's class's methods, which it calls as `self.name(...)`.
     sibling_methods: dict[ast.AST, Mapping[str, FunctionNode]]
 
@@ -205,6 +225,10 @@ class CallEvaluator:
 
     def _name(self, node: ast.Name, env: Env, unit: Unit) -> Value:
         value = env.get(node.id, UNKNOWN)
+        if self.loop_frames and self.recording:
+            first = first_iteration_value(self.loop_frames, node.id, value, self.paths)
+            if first is not None:
+                self.first_values[node] = first
         if value.kind is Kind.UNKNOWN and value.where is Where.UNKNOWN:
             read = self.device_read(unit, node.id)
             if read is not None:  # a tensor whose device the code reads: on a device, somewhere
@@ -268,7 +292,25 @@ class CallEvaluator:
 
     def _if_expression(self, node: ast.IfExp, env: Env, unit: Unit) -> Value:
         self.eval(node.test, env, unit)
-        return join(self.eval(node.body, env, unit), self.eval(node.orelse, env, unit))
+        with self.branching():
+            return join(self.eval(node.body, env, unit), self.eval(node.orelse, env, unit))
+
+    def _bool_operation(self, node: ast.BoolOp, env: Env, unit: Unit) -> Value:
+        first, *rest = node.values
+        self.eval(first, env, unit)
+        with self.branching():  # `a and b + c`: what follows the first operand may not run
+            for value in rest:
+                self.eval(value, env, unit)
+        return UNKNOWN
+
+    @contextmanager
+    def branching(self) -> Iterator[None]:
+        """Around a branch, which the first iteration of a loop around it may not take."""
+        self.paths = replace(self.paths, branches=self.paths.branches + 1)
+        try:
+            yield
+        finally:
+            self.paths = replace(self.paths, branches=self.paths.branches - 1)
 
     def _sequence(self, node: ast.Tuple, env: Env, unit: Unit) -> Value:
         elements = tuple(
@@ -462,14 +504,20 @@ class CallEvaluator:
         scalar = qualified in SCALAR_CAPABLE_FACTORIES and not (
             passed and _is_list_literal(passed[0])
         )
-        return Value(Kind.TENSOR, placement, scalar=scalar or bool(inherit and inherit.scalar))
+        scalar = scalar or _zero_dim_shape(node, qualified) or bool(inherit and inherit.scalar)
+        return Value(Kind.TENSOR, placement, scalar=scalar)
 
     def _torch_call(
         self, node: ast.Call, qualified: str, arguments: list[Value], env: Env, unit: Unit
     ) -> Value:
         if qualified in FACTORIES:
             created = self._created(node, qualified, env, unit, None)
-            if created.scalar and arguments and arguments[0].kind is Kind.SEQUENCE:
+            if (
+                created.scalar
+                and arguments
+                and arguments[0].kind is Kind.SEQUENCE
+                and not _zero_dim_shape(node, qualified)
+            ):
                 return replace(created, scalar=False)  # `torch.tensor(freqs)` of a list
             return created
         if qualified in LIKE_FACTORIES:
@@ -739,6 +787,7 @@ _EVALUATORS: dict[type, _Evaluator] = {
     ast.UnaryOp: CallEvaluator._unary,  # type: ignore[dict-item]
     ast.Compare: CallEvaluator._comparison,  # type: ignore[dict-item]
     ast.IfExp: CallEvaluator._if_expression,  # type: ignore[dict-item]
+    ast.BoolOp: CallEvaluator._bool_operation,  # type: ignore[dict-item]
     ast.Tuple: CallEvaluator._sequence,  # type: ignore[dict-item]
     ast.List: CallEvaluator._sequence,  # type: ignore[dict-item]
     ast.Dict: CallEvaluator._dict,  # type: ignore[dict-item]

@@ -258,7 +258,7 @@ class DeviceChooser:
     @property
     def cuda_only(self) -> bool:
         if self._cuda_only is None:
-            self._cuda_only = picks_cuda_only(self._context.style, self._context.module.code)
+            self._cuda_only = picks_cuda_only(self._context.style, self._context.source)
         return self._cuda_only
 
     @property

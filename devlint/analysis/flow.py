@@ -3,8 +3,8 @@
 Statements run in order over an environment that maps names and ``self.x``
 attributes to abstract :class:`Value` s; ``if``/``else`` branches run on copies
 that are joined afterwards (a branch that always exits does not reach the
-join); loop bodies run once, and what they change becomes unknown after the
-loop unless it agrees with the value before it. Every expression's value is
+join); loops run to a fixpoint (see ``loops``), and a name a loop changes is
+also read as the loop's first iteration reads it. Every expression's value is
 recorded, so rules read the placement of any operand at its program point.
 
 Functions start from the module's final environment (the state their globals
@@ -20,6 +20,8 @@ from __future__ import annotations
 import ast
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any, Optional, Union
 
 from devlint.analysis.call_contexts import CallContexts
@@ -31,7 +33,7 @@ from devlint.analysis.contexts import (
 )
 from devlint.analysis.guards import expects_error_in_syntax
 from devlint.analysis.kinds import data_siblings, tensor_tested
-from devlint.analysis.loops import loop_head, run_to_fixpoint
+from devlint.analysis.loops import LoopFrame, PathCounts, loop_head, run_to_fixpoint
 from devlint.analysis.names import ImportMap
 from devlint.analysis.narrowing import type_test
 from devlint.analysis.parameters import (
@@ -110,6 +112,9 @@ class DeviceFlow(CallContexts):
         self.statement: Optional[ast.stmt] = None
         self.expecting_failure = 0
         self.loop_depth = 0  # loops being run to a fixpoint around the statement
+        self.loop_frames: list[LoopFrame] = []  # loops being run, recording, around it
+        self.first_values: dict[ast.AST, Value] = {}  # reads whose first iteration differs
+        self.paths = PathCounts()
         self.globals: Env = {}
         self.default_device_changed = "set_default_device" in text.source or (
             "set_default_tensor_type" in text.source
@@ -467,8 +472,10 @@ class DeviceFlow(CallContexts):
             device, equal = tested
             _place_on_cpu(body_env if equal else orelse_env, device)
         _narrow_types(node.test, self.names, body_env, orelse_env)
-        body = self.exec_block(node.body, body_env, unit)
-        orelse = self.exec_block(node.orelse, orelse_env, unit)  # `elif` is an `if` in here
+        with self.branching():
+            body = self.exec_block(node.body, body_env, unit)
+            orelse = self.exec_block(node.orelse, orelse_env, unit)  # `elif` is an `if` in here
+        self._note_exits(body, orelse)
         changed = _replace(env, merge(body, orelse))
         defaulted = _omitted_parameter(node.test, unit.function)
         if (
@@ -496,7 +503,9 @@ class DeviceFlow(CallContexts):
             return body_env
 
         head = run_to_fixpoint(self, env, iteration)
-        _replace(env, loop_head(env, iteration(dict(head))))
+        with self._iterating(head, env):
+            end = iteration(dict(head))
+        _replace(env, loop_head(env, end))
         return self.exec_block(node.orelse, env, unit) is not None
 
     def _exec_while(self, node: ast.While, env: Env, unit: Unit) -> bool:
@@ -506,10 +515,24 @@ class DeviceFlow(CallContexts):
             return body_env
 
         head = run_to_fixpoint(self, env, iteration)
-        final = dict(head)
-        self.eval(node.test, final, unit)
-        self.exec_block(node.body, final, unit)
+        with self._iterating(head, env):
+            final = iteration(dict(head))
         return _replace(env, loop_head(env, final))
+
+    def _note_exits(self, *branches: Optional[Env]) -> None:
+        """A branch that did not reach its end (None) may have left the loop's iteration."""
+        if any(branch is None for branch in branches):
+            self.paths = replace(self.paths, exits=self.paths.exits + 1)
+
+    @contextmanager
+    def _iterating(self, head: Env, entry: Env) -> Iterator[None]:
+        """Around the recording run of a loop's body, from ``head``; ``entry``: the state before
+        the loop, which the first iteration reads."""
+        self.loop_frames.append(LoopFrame(head, dict(entry), self.paths))
+        try:
+            yield
+        finally:
+            self.loop_frames.pop()
 
     def _exec_with(self, node: Union[ast.With, ast.AsyncWith], env: Env, unit: Unit) -> bool:
         expects_error = expects_error_in_syntax(node, self.names)
@@ -534,17 +557,21 @@ class DeviceFlow(CallContexts):
 
     def _exec_try(self, node: ast.Try, env: Env, unit: Unit) -> bool:
         body_env = dict(env)
-        body = self.exec_block(node.body, body_env, unit)
-        if body is not None:
-            body = self.exec_block(node.orelse, body, unit)
-        # A handler may start anywhere in the body: from what holds both before and after it.
-        start = merge(env, body_env) or env
-        outcome = body
-        for handler in node.handlers:
-            handler_env = dict(start)
-            if handler.name is not None:
-                handler_env[handler.name] = UNKNOWN
-            outcome = merge(outcome, self.exec_block(handler.body, handler_env, unit))
+        with self.branching():  # an exception may leave the body anywhere
+            body = self.exec_block(node.body, body_env, unit)
+            if body is not None:
+                body = self.exec_block(node.orelse, body, unit)
+            # A handler may start anywhere in the body: from what holds both before and after it.
+            start = merge(env, body_env) or env
+            outcome = body
+            for handler in node.handlers:
+                handler_env = dict(start)
+                if handler.name is not None:
+                    handler_env[handler.name] = UNKNOWN
+                handled = self.exec_block(handler.body, handler_env, unit)
+                self._note_exits(handled)
+                outcome = merge(outcome, handled)
+        self._note_exits(body)
         if node.finalbody:
             final_env = dict(outcome if outcome is not None else start)
             self.exec_block(node.finalbody, final_env, unit)

@@ -6,14 +6,21 @@ The body is run without recording until the head's state is stable (or a bound i
 which point what still changes becomes unknown), then once more, recording, from that state.
 A name bound only inside the body holds, at the head, what the body's end leaves in it: the first
 iteration cannot read it without a `NameError`, so every read at the head is a later iteration's.
+
+The head's state joins every iteration, so where a name read in the body holds the head's value,
+the first iteration read the value from before the loop: a CPU accumulator (`total =
+torch.zeros(3)`, then `total = total + p` in the loop) meets the device there, even though from
+the second iteration on it is on the device too. The operand rules read such a name as the
+first iteration does (`first_values`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
-from devlint.analysis.values import UNKNOWN, join
+from devlint.analysis.values import UNKNOWN, Value, join
 
 if TYPE_CHECKING:
     from devlint.analysis.flow import DeviceFlow
@@ -22,6 +29,41 @@ if TYPE_CHECKING:
 # Rounds without recording before the head's state is widened; nested loops get fewer, so a
 # nest of loops stays linear in practice (a loop inside two others runs its body once).
 _ROUNDS = (3, 2, 1)
+
+
+@dataclass(frozen=True)
+class PathCounts:
+    """How far the analysis is from straight-line code: the branches it is inside (of an `if`,
+    a conditional expression, an `except`), and how many branches so far left their block
+    early (`continue`, `break`, `return`, `raise`). Equal counts mean the same straight path."""
+
+    branches: int = 0
+    exits: int = 0
+
+
+@dataclass(frozen=True)
+class LoopFrame:
+    """A loop whose body is being run, recording, from its head's state."""
+
+    head: Env
+    entry: Env  # the state on entry: what the first iteration starts from
+    start: PathCounts  # where the body started
+
+
+def first_iteration_value(
+    frames: list[LoopFrame], name: str, value: Value, now: PathCounts
+) -> Optional[Value]:
+    """What a read of ``name`` gives on the first iteration of the loops around it, where that
+    is not the head's ``value``: `total = torch.zeros(3)` then `total = total + p` in a loop is
+    on the CPU where the first iteration reads it, whatever later ones read. None where the name
+    was assigned in the body before the read, was not bound before the loop, or where the first
+    iteration may not reach the read (it is in a branch, or follows one that may leave)."""
+    first = value
+    for frame in reversed(frames):
+        if now != frame.start or name not in frame.entry or frame.head.get(name) is not first:
+            break
+        first = frame.entry[name]
+    return None if first is value else first
 
 
 def loop_head(entry: Env, end: Optional[Env]) -> Env:

@@ -36,7 +36,9 @@ def operands(node: ast.AST, flow: DeviceFlow) -> list[tuple[ast.expr, Value]]:
         parts = [node.func.value, *_call_operands(node)]
     else:
         return []
-    pairs = [(part, flow.value_of(part)) for part in parts]
+    # A name a loop changes is read as on its first iteration, where that is known: a CPU
+    # accumulator meets the device on the first pass, even if the sum then moves it there.
+    pairs = [(part, flow.first_values.get(part) or flow.value_of(part)) for part in parts]
     if isinstance(node, ast.AugAssign):
         return _in_place(pairs)
     return pairs

@@ -38,6 +38,24 @@ class AnyOf:
         )
 
 
+@dataclass(frozen=True)
+class Confirmed:
+    """Passes where a loose test passes and then the exact one. A regex whose branches cannot
+    start with a literal (`\\bdevice|\\.to`) is tried at every character of a file; regexes led
+    by a literal are searched for quickly, and leave the exact test to the few files they pass."""
+
+    loose: TextTest
+    exact: TextTest
+
+    def search(self, text: str) -> bool:
+        return bool(self.loose.search(text)) and bool(self.exact.search(text))
+
+
+def literal_led(*patterns: str) -> AnyOf:
+    """A test passing where any of ``patterns`` (each beginning with a literal) matches."""
+    return AnyOf((), tuple(re.compile(pattern) for pattern in patterns))
+
+
 def _shortest(words: frozenset[str]) -> tuple[str, ...]:
     """The words no other word is part of: `rand` stands for `randn` too."""
     return tuple(sorted(w for w in words if not any(o != w and o in w for o in words)))

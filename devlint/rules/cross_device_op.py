@@ -59,6 +59,7 @@ class CrossDeviceOp(FlowRule):
         "    return t + torch.ones(3).to('cuda')",
         "import torch\nx = torch.zeros(3).cuda()\ny = x + 1",
         "import torch\nx = torch.zeros(3).cuda()\ny = x * torch.tensor(2.0)",
+        "import torch\nx = torch.zeros(3).cuda()\ny = x * torch.full((), 2.0)",
         "import torch\nx = torch.zeros(3).cuda()\ny = x + torch.zeros(3).cuda()",
         "import torch\nx = torch.zeros(3).to(device)\ny = x + torch.ones(3, device=device)",
         "import torch\nx = torch.zeros(3).cuda()\ny = x.cpu() + torch.ones(3)",
@@ -76,6 +77,20 @@ class CrossDeviceOp(FlowRule):
         "x = torch.zeros(3) + noise(3, device='cpu')",
         # a join of the CPU and a device is unknown
         "import torch\nx = torch.zeros(3)\nfor _ in range(2):\n    x = x.cuda()\ny = x + torch.zeros(3)",
+        # the accumulator is assigned again in the body before it is read; a CPU scalar sum
+        "import torch\ntotal = torch.zeros(3)\nfor step in range(4):\n"
+        "    total = torch.zeros(3, device='cuda')\n    total = total + torch.ones(3).cuda()",
+        "import torch\ntotal = torch.zeros(())\nfor step in range(4):\n"
+        "    total = total + torch.ones(3).cuda()",
+        # the first iteration may not reach the read: it is in a branch, or after one that leaves
+        "import torch\ntotal = torch.zeros(3)\nfor i in range(4):\n    if i:\n"
+        "        total = total + torch.ones(3).cuda()",
+        "import torch\ntotal = torch.zeros(3)\nfor i in range(4):\n    if i == 0:\n"
+        "        total = torch.ones(3).cuda()\n        continue\n"
+        "    total = total + torch.ones(3).cuda()",
+        # a name first bound in the body: the first iteration cannot read it
+        "import torch\nfor i in range(3):\n    if i:\n        y = z + torch.ones(3).cuda()\n"
+        "    z = torch.ones(3).cuda()",
         # a helper's `.to(device)` with its own parameter says nothing where it is called
         "import torch\ndef reference(x, device):\n    return (x * 2).to(device)\n"
         "def test():\n    device = 'cpu'\n    out = reference(torch.ones(2), device)\n"
@@ -99,6 +114,20 @@ class CrossDeviceOp(FlowRule):
             "        d = last - torch.zeros(3)\n    last = torch.ones(3).cuda()",
             4,
             13,
+        ),
+        # the first iteration reads the CPU accumulator, whatever later ones read
+        Invalid(
+            "import torch\ntotal = torch.zeros(3)\nfor step in range(4):\n"
+            "    total = total + torch.ones(3).cuda()",
+            2,
+            9,
+            "line 4 mixes with `torch.ones(3).cuda()`",
+        ),
+        Invalid(
+            "import torch\nacc = torch.zeros(3)\nfor a in range(2):\n    for b in range(2):\n"
+            "        acc = acc * torch.ones(3).to(device)",
+            2,
+            7,
         ),
         # a helper's default device, where the call leaves the argument out
         Invalid(

@@ -6,15 +6,26 @@ from typing import Optional
 import libcst as cst
 
 from devlint.analysis.devices import argument, string_value
+from devlint.analysis.prefilter import Confirmed, literal_led
 from devlint.rules.base import Invalid, Rule
 
 _ORDINAL_STRING = re.compile(r"cuda:(\d+)\Z")
 # "cuda:N" with N > 0, or a non-zero integer literal where a device goes (`.cuda(1)`,
 # `device=1`, `set_device(1)`, `torch.device("cuda", 1)`, `index=1`).
-_ORDINAL_TEXT = re.compile(
-    r"cuda\s*:\s*\d*[1-9]"
-    r"""|(?:device\s*=|device\s*\(|\.\s*(?:to|cuda)\s*\(|\bindex\s*=|["']\s*,)"""
-    r"\s*(?:0[xXoObB])?\d*[1-9]"
+_ORDINAL_TAIL = r"\s*(?:0[xXoObB])?\d*[1-9]"
+_ORDINAL_TEXT = Confirmed(
+    literal_led(
+        r"cuda\s*:\s*\d*[1-9]",
+        *(
+            start + _ORDINAL_TAIL
+            for start in (r"device\s*[=(]", r"to\s*\(", r"cuda\s*\(", r"index\s*=", r"""["']\s*,""")
+        ),
+    ),
+    re.compile(
+        r"cuda\s*:\s*\d*[1-9]"
+        r"""|(?:device\s*=|device\s*\(|\.\s*(?:to|cuda)\s*\(|\bindex\s*=|["']\s*,)"""
+        + _ORDINAL_TAIL
+    ),
 )
 _INDEX_CALLS = frozenset({"torch.cuda.set_device", "torch.cuda.device"})
 

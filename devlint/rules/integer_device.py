@@ -6,10 +6,14 @@ from typing import Optional
 import libcst as cst
 
 from devlint.analysis.devices import argument
+from devlint.analysis.prefilter import Confirmed, literal_led
 from devlint.rules.base import Invalid, Rule
 
 # An integer literal where a device goes: `device=0`, `torch.device(0)`, `.to(0)`.
-_INTEGER_DEVICE_TEXT = re.compile(r"(?:\bdevice\s*=|\bdevice\s*\(|\btype\s*=|\.\s*to\s*\()\s*\d")
+_INTEGER_DEVICE_TEXT = Confirmed(
+    literal_led(r"device\s*[=(]\s*\d", r"type\s*=\s*\d", r"to\s*\(\s*\d"),
+    re.compile(r"(?:\bdevice\s*=|\bdevice\s*\(|\btype\s*=|\.\s*to\s*\()\s*\d"),
+)
 
 # Tensor methods that take a device: a move and the `new_*` factories (`.cuda(0)` is DEV001's).
 _DEVICE_METHODS = frozenset({"to", "new_tensor", "new_zeros", "new_ones", "new_empty", "new_full"})

@@ -284,6 +284,16 @@ class MissingDeviceMove(FlowRule):
             5,
             17,
         ),
+        # a CPU accumulator with elements, summed out of place: so on the first iteration
+        Invalid(
+            "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
+            "    def penalty(self):\n        total = torch.zeros(1)\n"
+            "        for p in self.parameters():\n            total = total + p.abs()\n"
+            "        return total",
+            5,
+            17,
+            "combined with `p.abs()` at line 7",
+        ),
         # a registered buffer (or parameter) lives on the module's device: `.to()` moves it
         Invalid(
             "import torch\nfrom torch import nn\nclass Rotary(nn.Module):\n"

@@ -6,6 +6,7 @@ from typing import Optional
 import libcst as cst
 
 from devlint.analysis.cuda_runtime import raising_calls
+from devlint.analysis.prefilter import Confirmed, literal_led
 from devlint.analysis.statements import IndentTracker, own_statement
 from devlint.context import FileContext, NodeEdit, RawFix
 from devlint.diagnostics import Applicability
@@ -14,9 +15,12 @@ from devlint.rules.base import Invalid, Rule
 # `.cuda()` is DEV001's; the table's other raising tensor methods are this rule's.
 _DEV001_METHODS = frozenset({"cuda"})
 # A file that falls back to the CPU: it checks availability and names the CPU somewhere.
-_CHECKS_AVAILABILITY = re.compile(r"\b(is_available|device_count)\s*\(")
+_CHECKS_AVAILABILITY = Confirmed(
+    literal_led(r"is_available\s*\(", r"device_count\s*\("),
+    re.compile(r"\b(is_available|device_count)\s*\("),
+)
 _PINNING = re.compile(r"pin|offload", re.IGNORECASE)
-_NAMES_CPU = re.compile(r"""["']cpu["']""")
+_NAMES_CPU = Confirmed(literal_led(r"""cpu["']"""), re.compile(r"""["']cpu["']"""))
 
 
 def _fallback_in(code: str) -> bool:
@@ -149,7 +153,10 @@ class UnguardedCudaRuntimeCall(Rule):
         super().begin_file(context)
         self._table = raising_calls()
         self._indents = IndentTracker(context.module)
-        self._pinning_choices = 0  # conditions and functions that are about pinning
+        # The conditions around the node, read only where a finding is possible (laying their
+        # code out is costly), and the functions around it whose name is about pinning.
+        self._enclosing_tests: list[cst.BaseExpression] = []
+        self._pinning_functions = 0
         # Whether the top-level code (key 0) or a function (its id) falls back to the CPU.
         self._falls_back: dict[int, bool] = {}
         self._device_count_loops = 0
@@ -197,19 +204,23 @@ class UnguardedCudaRuntimeCall(Rule):
         self._indents.leave()
 
     def visit_If(self, node: cst.If) -> None:
-        self._pinning_choices += self._names_pinning(node.test)
+        self._enclosing_tests.append(node.test)
 
     def leave_If(self, original_node: cst.If) -> None:
-        self._pinning_choices -= self._names_pinning(original_node.test)
+        self._enclosing_tests.pop()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._pinning_choices += bool(_PINNING.search(node.name.value))
+        self._pinning_functions += bool(_PINNING.search(node.name.value))
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        self._pinning_choices -= bool(_PINNING.search(original_node.name.value))
+        self._pinning_functions -= bool(_PINNING.search(original_node.name.value))
 
-    def _names_pinning(self, test: cst.BaseExpression) -> bool:
-        return bool(_PINNING.search(self.context.module.code_for_node(test)))
+    def _chooses_pinning(self) -> bool:
+        """Whether a function or a condition around the node is about pinning memory."""
+        code_of = self.context.module.code_for_node
+        return bool(self._pinning_functions) or any(
+            _PINNING.search(code_of(test)) for test in self._enclosing_tests
+        )
 
     def visit_Call(self, node: cst.Call) -> None:
         if self.context.guards.guarded or self._device_count_loops:
@@ -233,8 +244,8 @@ class UnguardedCudaRuntimeCall(Rule):
             and isinstance(func, cst.Attribute)
             and func.attr.value in self._table.tensor_methods
             and func.attr.value not in _DEV001_METHODS
-            and not self._pinning_choices
             and self._falls_back_to_cpu()
+            and not self._chooses_pinning()
         ):
             self.report(
                 node,
