@@ -37,8 +37,7 @@ class CallContexts(CallEvaluator):
     _contexts: dict[tuple[FunctionNode, Context], tuple[Value, tuple[InnerFinding, ...]]]
     _context_counts: dict[FunctionNode, int]
     _constructions: dict[str, list[Optional[dict[str, Value]]]]
-    _script_calls: dict[FunctionNode, list[Optional[dict[str, Value]]]]
-    _in_script: bool
+    _call_sites: dict[FunctionNode, list[Optional[dict[str, Value]]]]
     _in_progress: set[FunctionNode]
 
     def exec_block(self, statements: Sequence[ast.stmt], env: Env, unit: Unit) -> Optional[Env]:
@@ -77,8 +76,8 @@ class CallContexts(CallEvaluator):
     def call_summary(self, function: FunctionNode, call: ast.Call, arguments: list[Value]) -> Value:
         """What a helper of this file returns for this call's arguments (see `contexts`)."""
         bound = bind_arguments(function, call, arguments)
-        if self.recording and self._in_script:
-            self._script_calls.setdefault(function, []).append(bound)
+        if self.recording:
+            self._call_sites.setdefault(function, []).append(bound)
         if bound is None or function in self._in_progress:
             return self.summary(function)
         result = self._in_context(function, call, bound, Unit(function))

@@ -562,7 +562,11 @@ class CallEvaluator:
         ):
             if qualified in COMBINING_FUNCTIONS:
                 self._operation(node, _operands(arguments))
-            result = combine(_operands(arguments))
+            # An option written as a string (`indexing="xy"`, `mode="bilinear"`) is no operand.
+            options = [
+                isinstance(a, ast.Constant) and type(a.value) is str for a in call_arguments(node)
+            ]
+            result = combine(_operands([v for v, option in zip(arguments, options) if not option]))
             if (
                 result is not UNKNOWN
                 and qualified.rpartition(".")[2] in REDUCTIONS

@@ -47,6 +47,8 @@ CHECKPOINT_KEY = re.compile(r"model|optim|state_dict|net\Z|weights|ema", re.IGNO
 # Objects whose `state_dict()` holds Python numbers, no tensors: `scheduler`, `lr_scheduler`,
 # `self.sched`, `scaler` (a GradScaler keeps its scale as a float).
 _TENSORLESS_STATE = re.compile(r"sched|scaler", re.IGNORECASE)
+# Setters of random generators' states: `torch.get_rng_state()` (CUDA's too) is a CPU tensor.
+_RNG_SETTERS = frozenset({"set_rng_state", "set_rng_state_all", "setstate", "set_state"})
 # Calls that show a value may live on a device, or a function that moves things to one.
 _DEVICE_METHODS = frozenset({"cuda", "to", "state_dict", "parameters", "named_parameters"})
 # Wrappers a path or buffer passes through on its way into `torch.save`/`torch.load`.
@@ -490,11 +492,35 @@ def _tensorless_receiver(call: cst.Call) -> Optional[str]:
 
 
 def _tensorless_use(node: cst.CSTNode, is_result: _Matcher) -> Optional[str]:
-    if type(node) is cst.Call and _method(node) == "load_state_dict":
+    """A use showing the file holds no tensor on a device: a state of numbers, a generator's
+    state (`torch.get_rng_state()` is a CPU tensor, even CUDA's), or tensors read as arrays
+    (`ckpt["img"].numpy()` fails on a device tensor: the author's file holds CPU ones)."""
+    if type(node) is not cst.Call:
+        return None
+    method = _method(node) or (dotted_name(node.func) or "").rpartition(".")[2]
+    if method == "load_state_dict":
         receiver = _tensorless_receiver(node)
         if receiver is not None and any(is_result(arg.value) for arg in node.args):
             return f"the result goes into `{receiver}.load_state_dict`, a state of numbers"
+    elif method in _RNG_SETTERS:
+        if any(is_result(_unsubscripted(arg.value)) for arg in node.args):
+            return f"the result goes into `{method}`, a random generator's state"
+    elif method == "numpy":
+        receiver_value = node.func.value if isinstance(node.func, cst.Attribute) else None
+        if (
+            not node.args
+            and receiver_value is not None
+            and is_result(_unsubscripted(receiver_value))
+        ):
+            return "the result's tensors are read with `.numpy()`, which needs them on the CPU"
     return None
+
+
+def _unsubscripted(value: cst.BaseExpression) -> cst.BaseExpression:
+    """`state` in `state["cpu"]` or `state["a"][0]`."""
+    while isinstance(value, cst.Subscript):
+        value = value.value
+    return value
 
 
 def _assigned_name(statement: cst.CSTNode, load: cst.Call) -> Optional[str]:

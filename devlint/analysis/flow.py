@@ -133,8 +133,8 @@ class DeviceFlow(CallContexts):
         # What each plain class's construction sites pass to `__init__`, in the order seen.
         self._constructions: dict[str, list[Optional[dict[str, Value]]]] = {}
         # What the module script passes each helper of this file at its calls, in order.
-        self._script_calls: dict[FunctionNode, list[Optional[dict[str, Value]]]] = {}
-        self._in_script = False
+        # What each recorded call of a helper of the file bound to its parameters.
+        self._call_sites: dict[FunctionNode, list[Optional[dict[str, Value]]]] = {}
         self._in_progress: set[FunctionNode] = set()
         # What each plain class's `__init__` leaves in `self` attributes no other method changes.
         self._class_attributes: dict[str, Env] = {}
@@ -179,16 +179,21 @@ class DeviceFlow(CallContexts):
 
     def _run(self, module: ast.Module) -> None:
         script_env: Env = {}
-        self._in_script = True
         self.exec_block(module.body, script_env, Unit(None))
-        self._in_script = False
         self.globals = script_env
-        for function, owner in _functions_in(module.body, None):
-            if owner is None or owner.name not in self.classes:
-                parameters = self._tensor_parameters(function, ())
-                parameters -= self._placed_by_script(function)
-                unit = Unit(function, tensor_parameters=parameters)
-                self._analyze(function, unit, {})
+        functions = [
+            function
+            for function, owner in _functions_in(module.body, None)
+            if owner is None or owner.name not in self.classes
+        ]
+        callees = _call_graph(functions)
+        contracts = {function: self._tensor_parameters(function, ()) for function in functions}
+        for function in _callers_first(functions, callees):
+            placed = self._placed_by_callers(function)
+            unit = Unit(function, tensor_parameters=contracts[function] - placed.keys())
+            # A caller of a helper taking tensors runs for its calls, the helper's evidence.
+            feeds = any(contracts[callee] for callee in callees[function])
+            self._analyze(function, unit, {}, feeds, context=placed)
         for name, facts in self.classes.items():
             self._analyze_class(name, facts)
 
@@ -333,21 +338,23 @@ class DeviceFlow(CallContexts):
             return frozenset()  # the screen's names are a superset: nothing to refine
         return frozenset(tensor_parameters(function, names_used_as_tensors(function)))
 
-    def _placed_by_script(self, function: FunctionNode) -> frozenset[str]:
-        """The parameters the file's own script passes only CPU values: a helper of a script
-        or notebook called only from its module-level code, whose callers are in sight and
-        are the evidence (an unknown argument leaves the contract as it is)."""
-        sites = self._script_calls.get(function, [])
+    def _placed_by_callers(self, function: FunctionNode) -> Env:
+        """The parameters every call of the file passes only CPU values, with those values
+        joined: a helper whose callers are all in sight (the module's script, functions
+        analysed before it, since callers go first) takes their word (an unknown argument
+        leaves the contract as it is). A call the analysis has not met yet (in a method, in a
+        cycle) leaves it too."""
+        sites = self._call_sites.get(function, [])
         if not sites or len(sites) != self._calls_written()[function.name]:
-            return frozenset()
+            return {}
         bound = [site for site in sites if site is not None]
         if len(bound) != len(sites):
-            return frozenset()
-        return frozenset(
-            name
+            return {}
+        return {
+            name: join_all(site[name] for site in bound)
             for name in bound[0]
             if all(name in site and site[name].where is Where.CPU for site in bound)
-        )
+        }
 
     def _calls_written(self) -> Counter[str]:
         if self._call_counts is None:
@@ -759,6 +766,40 @@ _COMPOUND = frozenset(
     ).split()
     if hasattr(ast, name)  # `match` came with Python 3.10, `except*` with 3.11
 )
+
+
+def _call_graph(functions: list[FunctionNode]) -> dict[FunctionNode, set[FunctionNode]]:
+    """The functions of the list each one calls by name (itself left out)."""
+    by_name = {function.name: function for function in functions}
+    return {
+        function: {
+            by_name[node.func.id]
+            for node in ast.walk(function)
+            if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and by_name.get(node.func.id, function) is not function
+        }
+        for function in functions
+    }
+
+
+def _callers_first(
+    functions: list[FunctionNode], callees: dict[FunctionNode, set[FunctionNode]]
+) -> list[FunctionNode]:
+    """``functions`` with each one after every function of the list calling it (``callees``),
+    where the calls form no cycle (those keep the file's order, at the end)."""
+    waiting = Counter(callee for called in callees.values() for callee in called)
+    ready = [function for function in functions if not waiting[function]]
+    ordered: list[FunctionNode] = []
+    while ready:
+        function = ready.pop(0)
+        ordered.append(function)
+        for callee in callees[function]:
+            waiting[callee] -= 1
+            if not waiting[callee]:
+                ready.append(callee)
+    placed = set(ordered)
+    return ordered + [function for function in functions if function not in placed]
 
 
 def _functions_in(

@@ -60,7 +60,18 @@ SCALAR_CAPABLE_FACTORIES = frozenset(
 )
 LIKE_FACTORIES = _torch("like_factories")
 # torch functions whose tensor result lives where their tensor arguments do.
-KEEPING_FUNCTIONS = _torch("keeping_functions", "einsum", "norm", "cdist")
+# By hand: functions returning tuples of tensors where their arguments are (`torch.meshgrid`),
+# which the declarations list as returning `Tensor[]`, and the analysis holds as one tensor.
+KEEPING_FUNCTIONS = _torch(
+    "keeping_functions",
+    "einsum",
+    "norm",
+    "cdist",
+    "meshgrid",
+    "broadcast_tensors",
+    "split",
+    "tensor_split",
+)
 # Those whose tensor arguments are all operands that must share one device (lengths, batch
 # sizes and index lists, which torch takes on the CPU, keep a function out). By hand: functions
 # whose index or bound operands must be on the input's device too.

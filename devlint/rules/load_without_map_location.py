@@ -32,6 +32,12 @@ class LoadWithoutMapLocation(Rule):
       learning-rate scheduler's or a gradient scaler's `load_state_dict`
       (`scheduler.load_state_dict(torch.load(...))`, `self.scaler`), whose
       states hold Python numbers, no tensors.
+    - **A random generator's state** (silent): the result goes into
+      `torch.random.set_rng_state`, `torch.cuda.set_rng_state_all`,
+      `random.setstate` or `np.random.set_state`. `torch.get_rng_state()` and
+      CUDA's generators' states are CPU tensors (a trainer's `rng_state.pth`).
+    - **Tensors read as arrays** (silent): `state["img"].numpy()` fails on a
+      tensor on a device, so the file the author loads holds CPU tensors.
     - **Saved by the same function, before the load** (silent):
       `torch.save(x, buffer)` then `torch.load(buffer)`, a byte-buffer round trip
       (`torch.load(io.BytesIO(buffer.getvalue()))`), a temporary file written
@@ -131,6 +137,13 @@ class LoadWithoutMapLocation(Rule):
         "        train, test = torch.load(path)\n    else:\n"
         "        train, test = np.split(np.arange(10), 2)\n        torch.save([train, test], path)\n"
         "    return train, test",
+        # Random generators' states are CPU tensors, even CUDA's generators'.
+        "import random, torch\ndef restore(folder):\n"
+        "    states = torch.load(folder + '/rng_state.pth')\n    random.setstate(states['python'])\n"
+        "    torch.cuda.random.set_rng_state_all(states['cuda'])",
+        # Tensors read as arrays: the author's file holds CPU tensors.
+        "import torch\ndef frames(path):\n    traj = torch.load(path)\n"
+        "    return traj['img'].numpy(), traj['traj'][0].numpy()",
         # Only this process wrote into a temporary directory it made.
         "import os, tempfile, torch\ndef test_save(model):\n"
         "    with tempfile.TemporaryDirectory() as tmp:\n        model.save_pretrained(tmp)\n"

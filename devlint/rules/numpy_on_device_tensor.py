@@ -64,6 +64,11 @@ class NumpyOnDeviceTensor(FlowRule):
     required_patterns = (DEVICE_SOURCE_OR_TENSOR_TYPE,)
 
     VALID = (
+        # every call of the file passes the typed parameter a CPU tensor: the callers' word,
+        # through a helper that calls it (analysed first) and `torch.meshgrid`'s tuple
+        "import torch\ndef show(t: torch.Tensor):\n    return t.numpy()\n"
+        "def grid(n):\n    g = torch.meshgrid(torch.arange(n), torch.arange(n), indexing='xy')\n"
+        "    return show(torch.stack(g))\ndef run(model):\n    model.cuda()",
         "import torch\nx = torch.zeros(3).to(device)\na = x.cpu().numpy()",
         "import torch\nx = torch.zeros(3).to(device)\na = x.detach().cpu().numpy()",
         "import torch\nx = torch.zeros(3)\na = x.numpy()",
@@ -123,6 +128,13 @@ class NumpyOnDeviceTensor(FlowRule):
         "m = np.mean(rnn(x))",
     )
     INVALID = (
+        # one call passes a tensor on a device: the typed parameter keeps its contract
+        Invalid(
+            "import torch\ndef show(t: torch.Tensor):\n    return t.numpy()\n"
+            "def run(model):\n    show(torch.randn(3))\n    show(torch.randn(3).cuda())",
+            3,
+            12,
+        ),
         # a torch layer's output is one tensor, on the layer's device
         Invalid(
             "import numpy as np\nfrom torch import nn\nnet = nn.Linear(4, 2).to(device)\n"
