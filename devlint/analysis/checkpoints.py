@@ -176,13 +176,20 @@ def _builds_path(node: cst.BaseExpression) -> bool:
     return False
 
 
-def _file_name(path: cst.BaseExpression) -> Optional[str]:
+def _file_name(path: cst.BaseExpression, values: dict[str, cst.BaseExpression]) -> Optional[str]:
     """The file name a path ends in, where written out: `"w.pth"` in `os.path.join(d, "w.pth")`,
-    `Path(d) / "w.pth"` or `"out/w.pth"`."""
-    if isinstance(path, cst.Call) and path.args:
-        path = path.args[-1].value
+    `Path(d) / "w.pth"` or `"out/w.pth"`; or its template, `"%s_net_%s.pth"` in
+    `os.path.join(d, "%s_net_%s.pth" % (epoch, label))`. ``values``: the function's names
+    assigned once (`save_path = os.path.join(...)`), read through."""
+    path = _through(path, values)
+    if isinstance(path, cst.Call) and path.args and _method(path) != "format":
+        path = _through(path.args[-1].value, values)
     elif isinstance(path, cst.BinaryOperation) and isinstance(path.operator, cst.Divide):
-        path = path.right
+        path = _through(path.right, values)
+    if isinstance(path, cst.BinaryOperation) and isinstance(path.operator, cst.Modulo):
+        path = path.left  # a template: `"%s_net_%s.pth" % (epoch, label)`
+    elif _method(path) == "format":
+        path = cast(cst.Attribute, cast(cst.Call, path).func).value
     text = string_value(path)
     if text is None:
         return None
@@ -190,9 +197,37 @@ def _file_name(path: cst.BaseExpression) -> Optional[str]:
     return name if "." in name.strip(".") else None
 
 
+def _through(
+    value: cst.BaseExpression, values: dict[str, cst.BaseExpression]
+) -> cst.BaseExpression:
+    """What a name assigned once holds, a few names deep."""
+    for _ in range(3):
+        if not isinstance(value, cst.Name) or value.value not in values:
+            break
+        value = values[value.value]
+    return value
+
+
+def _assigned_once(scope: Scope) -> dict[str, cst.BaseExpression]:
+    """The plain names ``scope`` assigns exactly once, with their values."""
+    counts: dict[str, int] = {}
+    values: dict[str, cst.BaseExpression] = {}
+    for node in descendants(scope):
+        if type(node) is cst.Assign:
+            for target in node.targets:
+                if isinstance(target.target, cst.Name):
+                    name = target.target.value
+                    counts[name] = counts.get(name, 0) + 1
+                    values[name] = node.value
+    return {name: value for name, value in values.items() if counts[name] == 1}
+
+
 def _moved_to_cpu(value: cst.BaseExpression) -> bool:
-    """`x.cpu()`, `x.detach().cpu()`, `x.to("cpu")`."""
+    """`x.cpu()`, `x.detach().cpu()`, `x.to("cpu")`, and the state of a module moved there:
+    `net.cpu().state_dict()`."""
     method = _method(value)
+    if method == "state_dict":
+        return _moved_to_cpu(cast(cst.Attribute, cast(cst.Call, value).func).value)
     if method == "cpu":
         return True
     arguments = cast(cst.Call, value).args if method == "to" else ()
@@ -259,6 +294,7 @@ class CheckpointEvidence:
         self._aliases: dict[int, dict[str, str]] = {}
         self._alias_nodes: dict[int, dict[str, cst.BaseExpression]] = {}
         self._globals: Optional[set[str]] = None
+        self._assigned: dict[int, dict[str, cst.BaseExpression]] = {}  # per scope, on demand
 
     def evidence(
         self, load: cst.Call, scope: Scope, statement: Optional[cst.CSTNode]
@@ -277,9 +313,9 @@ class CheckpointEvidence:
             tensorless = self._loaded_into(load, scope, statement, _tensorless_use)
             if tensorless is not None:
                 return LoadEvidence(safe=tensorless)
-        name = _file_name(path.value)
+        name = _file_name(path.value, self._assigned_in(scope))
         named = [value for saved, value in self._named_saves if saved == name]
-        if checkpoint is None and named and all(map(_moved_to_cpu, named)):
+        if named and all(map(_moved_to_cpu, named)):
             # Another folder perhaps (`args.dump_features` / `args.load_features`), but the file
             # this file writes under that name always holds what it moved to the CPU.
             return LoadEvidence(safe=f'this file saves "{name}" from values moved to the CPU')
@@ -391,6 +427,11 @@ class CheckpointEvidence:
             self._collect_saves(self._module, self._module)
         return self._saves
 
+    def _assigned_in(self, scope: Scope) -> dict[str, cst.BaseExpression]:
+        if id(scope) not in self._assigned:
+            self._assigned[id(scope)] = _assigned_once(scope) if scope is not self._module else {}
+        return self._assigned[id(scope)]
+
     def _resolve(self, scope: Scope, key: str) -> str:
         return self._aliases.get(id(scope), {}).get(key, key)
 
@@ -412,7 +453,7 @@ class CheckpointEvidence:
                 if value is not None and target is not None:
                     key = self._resolve(scope, source_key(target.value, self._module))
                     self._saves.append((key, value.value, scope))
-                    name = _file_name(target.value)
+                    name = _file_name(target.value, self._assigned_in(scope))
                     if name is not None:
                         self._named_saves.append((name, value.value))
             self._collect_saves(child, scope)

@@ -48,7 +48,10 @@ class LoadWithoutMapLocation(Rule):
       there (`model.save_pretrained(tmp)` then `torch.load(...)`).
     - **A file name this file always writes from values moved to the CPU**
       (silent): `torch.save(feats.cpu(), os.path.join(args.dump, "feats.pth"))`
-      and `torch.load(os.path.join(args.load, "feats.pth"))`, the folders apart.
+      and `torch.load(os.path.join(args.load, "feats.pth"))`, the folders apart;
+      or a name's template, read through the function's local names
+      (`name = "%s_net_%s.pth" % (epoch, label)`, pix2pix's `save_network` of
+      `net.cpu().state_dict()`, and `load_network` building the same name).
     - **Saved by this file from CPU values** (silent): another function of the
       file saves the same path (`torch.save(self.collate(data_list),
       self.processed_paths[0])`) from values that show no device: no
@@ -137,6 +140,12 @@ class LoadWithoutMapLocation(Rule):
         "        train, test = torch.load(path)\n    else:\n"
         "        train, test = np.split(np.arange(10), 2)\n        torch.save([train, test], path)\n"
         "    return train, test",
+        # The file name's template, through local names: saved from a module moved to the CPU.
+        "import os, torch\ndef save_network(net, label, epoch, opt):\n"
+        "    name = '%s_net_%s.pth' % (epoch, label)\n    path = os.path.join(opt.dir, name)\n"
+        "    torch.save(net.cpu().state_dict(), path)\n    net.cuda()\n"
+        "def load_network(net, label, epoch, opt):\n    name = '%s_net_%s.pth' % (epoch, label)\n"
+        "    net.load_state_dict(torch.load(os.path.join(opt.dir, name)))",
         # Random generators' states are CPU tensors, even CUDA's generators'.
         "import random, torch\ndef restore(folder):\n"
         "    states = torch.load(folder + '/rng_state.pth')\n    random.setstate(states['python'])\n"

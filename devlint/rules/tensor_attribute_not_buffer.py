@@ -24,6 +24,10 @@ from devlint.rules.base import FlowRule, Invalid
 # Methods that show the class moves its own tensors, or reads of an attribute that adapt it.
 _SELF_MOVING_METHODS = frozenset({"to", "cuda", "_apply"})
 _ADAPTING_METHODS = frozenset({"to", "cuda", "type_as", "cpu"})
+# What a tensor tells of itself wherever it lives: reading these is no use of its values.
+_DEVICE_FREE_READS = frozenset(
+    {"shape", "size", "dtype", "ndim", "dim", "numel", "nelement", "device", "is_cuda"}
+)
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 
@@ -118,6 +122,11 @@ class TensorAttributeNotBuffer(FlowRule):
         "    def __init__(self):\n        super().__init__()\n        self.m = torch.ones(4) > 0\n"
         "    def forward(self, x):\n        return x\n"
         "    def debug(self, x):\n        return x * self.m",
+        # read for its shape, and copied into a buffer (a copy crosses devices)
+        "import torch\nfrom torch import nn\nclass Grid(nn.Module):\n"
+        "    def __init__(self, n):\n        super().__init__()\n        self.grid = torch.ones(n, 2)\n"
+        "    def forward(self, x):\n        out = torch.zeros((x.size(0),) + self.grid.shape)\n"
+        "        out[0] = self.grid\n        return x * out.to(x.device)",
         # `forward` reads none of its inputs: the tensor meets nothing on the module's device.
         "import torch\nfrom torch import nn\nclass Empty(nn.Module):\n"
         "    def __init__(self):\n        super().__init__()\n        self.p = torch.rand(3, 3)\n"
@@ -396,12 +405,22 @@ def _first_plain_use_in(
         if not is_torch_call(node) and not _calls_a_layer(node)
         for passed in call_arguments(node)
     }
+    # `self.x.size()`, and `buffer[i] = self.x` (a copy, which crosses devices), hold no harm.
+    harmless = {
+        id(node.value)
+        for node in nodes
+        if isinstance(node, ast.Attribute) and node.attr in _DEVICE_FREE_READS
+    } | {
+        id(node.value)
+        for node in nodes
+        if isinstance(node, ast.Assign)
+        and all(isinstance(target, ast.Subscript) for target in node.targets)
+    }
     uses = [
         node
         for node in nodes
         if isinstance(node, ast.Attribute)
-        and id(node) not in adapted
-        and id(node) not in handed_over
+        and id(node) not in adapted | handed_over | harmless
         and dotted_name(node) == f"self.{attribute}"
     ]
     return min(uses, key=lambda node: (node.lineno, node.col_offset), default=None)
