@@ -66,8 +66,18 @@ if TYPE_CHECKING:
     from devlint.analysis.contexts import Frame
     from devlint.analysis.units import Env, FunctionNode, Unit
 
-_PASS_THROUGH_ITERATORS = frozenset(
-    {"iter", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm"}
+# Calls whose result is their first argument, or iterates as it does: `tqdm(loader)`, and the
+# deprecated `Variable(t)`, which wraps the tensor where it is.
+_PASS_THROUGH_CALLS = frozenset(
+    {
+        "iter",
+        "tqdm",
+        "tqdm.tqdm",
+        "tqdm.auto.tqdm",
+        "tqdm.notebook.tqdm",
+        "torch.autograd.Variable",
+        "torch.autograd.variable.Variable",
+    }
 )
 _PARAMETER_METHODS = frozenset({"parameters", "buffers", "named_parameters", "named_buffers"})
 # `dt`, `ori_dt`, `self.compute_dt`: how code abbreviates a dtype variable.
@@ -574,7 +584,7 @@ class CallEvaluator:
             ):
                 return Value(Kind.TENSOR, result.placement, scalar=True)
             return result
-        if qualified in _PASS_THROUGH_ITERATORS:
+        if qualified in _PASS_THROUGH_CALLS:
             return arguments[0] if arguments else UNKNOWN
         return UNKNOWN
 
@@ -608,7 +618,7 @@ class CallEvaluator:
             if name == "enumerate":
                 items = [SCALAR, items[0] if items else UNKNOWN]
             return Value(Kind.SEQUENCE, item=Value(Kind.SEQUENCE, elements=tuple(items)))
-        if name in _PASS_THROUGH_ITERATORS:
+        if name in _PASS_THROUGH_CALLS:
             return arguments[0] if arguments else UNKNOWN
         if self.is_module_class(name):
             return Value(

@@ -607,7 +607,8 @@ class DeviceFlow(CallContexts):
             container = dotted_name(target.value)
             if container is not None and container in env:
                 held = env[container]
-                env[container] = join(held, held.placed(value.placement))
+                if held.kind is not Kind.TENSOR:  # a tensor copies what it is given, in place
+                    env[container] = join(held, held.placed(value.placement))
             return
         dotted = dotted_name(target)
         if dotted is not None:

@@ -284,6 +284,14 @@ class MissingDeviceMove(FlowRule):
             5,
             17,
         ),
+        # the deprecated `Variable` wraps the tensor where it is
+        Invalid(
+            "import torch\nfrom torch import nn\nfrom torch.autograd import Variable\n"
+            "class Grid(nn.Module):\n    def forward(self, x):\n"
+            "        grid = Variable(torch.zeros(x.size(0), 4))\n        return torch.mul(grid, x)",
+            6,
+            25,
+        ),
         # a CPU accumulator with elements, summed out of place: so on the first iteration
         Invalid(
             "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
