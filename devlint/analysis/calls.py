@@ -12,7 +12,11 @@ from typing import TYPE_CHECKING, Optional, Union
 from devlint.analysis.imported import imported_attribute, imported_value
 from devlint.analysis.loops import LoopFrame, PathCounts, first_iteration_value
 from devlint.analysis.names import ImportMap
-from devlint.analysis.parameters import TENSOR_ONLY_ATTRIBUTES
+from devlint.analysis.parameters import (
+    TENSOR_ONLY_ATTRIBUTES,
+    changed_parameters,
+    passed_parameters,
+)
 from devlint.analysis.project import ProjectView
 from devlint.analysis.syntax import (
     SourceText,
@@ -143,6 +147,7 @@ class CallEvaluator:
     project: Optional[ProjectView]  # the summaries of imported project files, where known
     frames: list[Frame]  # helpers being analysed in their caller's context
     loop_frames: list[LoopFrame]  # loops whose body is being run, recording
+    changed_parameters: dict[FunctionNode, frozenset[str]]  # per helper, what it changes
     paths: PathCounts  # the branches around the expression, and those that left early so far
     first_values: dict[ast.AST, Value]  # names read with another value on a first iteration
     # Each method's class's methods, which it calls as `self.name(...)`.
@@ -477,6 +482,9 @@ class CallEvaluator:
             value = self._method(node, func, receiver, arguments, env, unit, bare)
         elif isinstance(func, ast.Name):
             value = self._local_call(node, func.id, self._arguments(node, env, unit))
+            helper = self.functions.get(func.id)
+            if helper is not None:
+                self._forget_changed_containers(node, helper, env)
         else:
             self.eval(func, env, unit)
             self._arguments(node, env, unit)
@@ -486,6 +494,17 @@ class CallEvaluator:
                 self.values[node] = value
             self.visited(node)
         return value
+
+    def _forget_changed_containers(self, call: ast.Call, helper: FunctionNode, env: Env) -> None:
+        """A dict or a list the helper changes in place (`input_cuda(batch)` moving each tensor
+        of it) holds, after the call, what the analysis does not follow."""
+        changed = self.changed_parameters.get(helper)
+        if changed is None:
+            changed = self.changed_parameters[helper] = changed_parameters(helper)
+        for parameter, passed in passed_parameters(helper, call) if changed else ():
+            name = dotted_name(passed)
+            if name is not None and parameter in changed and name in env:
+                env[name] = UNKNOWN
 
     def _arguments(self, node: ast.Call, env: Env, unit: Unit) -> list[Value]:
         return [self.eval(value, env, unit) for value in call_arguments(node)]

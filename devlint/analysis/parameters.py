@@ -200,3 +200,53 @@ _PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parame
 
 def _on_self(node: ast.expr) -> bool:
     return isinstance(node, ast.Name) and node.id == "self"
+
+
+# Methods that change a dict or a list in place.
+_MUTATING_METHODS = frozenset(
+    {"update", "pop", "popitem", "setdefault", "clear", "append", "extend", "insert", "remove"}
+)
+
+
+def changed_parameters(function: FunctionNode) -> frozenset[str]:
+    """The parameters holding a dict or a list that ``function`` changes in place: an item
+    assigned or deleted by name (`batch["x"] = batch["x"].cuda()`), or a mutating method called
+    (`batch.update(...)`). (A tensor's items, `x[mask] = 0`, change no device.)"""
+    arguments = function.args
+    names = {p.arg for p in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)}
+    changed: set[str] = set()
+    for node in ast.walk(function):
+        if isinstance(node, (ast.Assign, ast.Delete)):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        else:
+            targets = []
+        for target in targets:
+            if (
+                isinstance(target, ast.Subscript)
+                and isinstance(target.value, ast.Name)
+                and isinstance(target.slice, ast.Constant)
+                and isinstance(target.slice.value, str)
+            ):
+                changed.add(target.value.id)
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _MUTATING_METHODS
+            and isinstance(node.func.value, ast.Name)
+        ):
+            changed.add(node.func.value.id)
+    return frozenset(changed & names)
+
+
+def passed_parameters(function: FunctionNode, call: ast.Call) -> list[tuple[str, ast.expr]]:
+    """The parameters of ``function`` that ``call`` passes, with the expressions passed."""
+    positional = [p.arg for p in (*function.args.posonlyargs, *function.args.args)]
+    passed: list[tuple[str, ast.expr]] = []
+    for name, value in zip(positional, call.args):
+        if isinstance(value, ast.Starred):
+            break
+        passed.append((name, value))
+    passed.extend((k.arg, k.value) for k in call.keywords if k.arg is not None)
+    return passed

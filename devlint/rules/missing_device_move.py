@@ -78,6 +78,11 @@ class MissingDeviceMove(FlowRule):
     required_patterns = (DEVICE_OR_INPUT_SOURCE, CPU_TENSOR_SOURCE)
 
     VALID = (
+        # a helper of the file moves the batch's tensors in place
+        "import torch\nfrom torch import nn\nfrom torch.utils.data import DataLoader\n"
+        "def to_gpu(batch):\n    batch['x'] = batch['x'].cuda()\n"
+        "model = nn.Linear(3, 2).cuda()\nfor batch in DataLoader(ds):\n"
+        "    to_gpu(batch)\n    model(batch['x'])",
         "import torch\nfrom torch import nn\nmodel = nn.Linear(3, 2).to(device)\n"
         "x = torch.randn(4, 3).to(device)\nout = model(x)",
         # the helper moves what it is passed; the caller moves it; the accumulator is rebound
