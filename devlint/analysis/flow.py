@@ -133,8 +133,7 @@ class DeviceFlow(CallContexts):
         self.call_findings: dict[ast.Call, list[CallFinding]] = {}
         # What each plain class's construction sites pass to `__init__`, in the order seen.
         self._constructions: dict[str, list[Optional[dict[str, Value]]]] = {}
-        # What the module script passes each helper of this file at its calls, in order.
-        # What each recorded call of a helper of the file bound to its parameters.
+        # What each recorded call of a helper of the file bound to its parameters, in order.
         self._call_sites: dict[FunctionNode, list[Optional[dict[str, Value]]]] = {}
         self._in_progress: set[FunctionNode] = set()
         # What each plain class's `__init__` leaves in `self` attributes no other method changes.
