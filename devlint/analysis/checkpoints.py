@@ -48,7 +48,9 @@ CHECKPOINT_KEY = re.compile(r"model|optim|state_dict|net\Z|weights|ema", re.IGNO
 # `self.sched`, `scaler` (a GradScaler keeps its scale as a float).
 _TENSORLESS_STATE = re.compile(r"sched|scaler", re.IGNORECASE)
 # Setters of random generators' states: `torch.get_rng_state()` (CUDA's too) is a CPU tensor.
-_RNG_SETTERS = frozenset({"set_rng_state", "set_rng_state_all", "setstate", "set_state"})
+# By their names as written: `set_state` alone is any object's (pyro's optimizer wrapper).
+_RNG_SETTER_METHODS = frozenset({"set_rng_state", "set_rng_state_all"})
+_RNG_SETTERS = frozenset({"random.setstate", "np.random.set_state", "numpy.random.set_state"})
 # Calls that show a value may live on a device, or a function that moves things to one.
 _DEVICE_METHODS = frozenset({"cuda", "to", "state_dict", "parameters", "named_parameters"})
 # Wrappers a path or buffer passes through on its way into `torch.save`/`torch.load`.
@@ -315,7 +317,7 @@ class CheckpointEvidence:
                 return LoadEvidence(safe=tensorless)
         name = _file_name(path.value, self._assigned_in(scope))
         named = [value for saved, value in self._named_saves if saved == name]
-        if named and all(map(_moved_to_cpu, named)):
+        if checkpoint is None and named and all(map(_moved_to_cpu, named)):
             # Another folder perhaps (`args.dump_features` / `args.load_features`), but the file
             # this file writes under that name always holds what it moved to the CPU.
             return LoadEvidence(safe=f'this file saves "{name}" from values moved to the CPU')
@@ -533,28 +535,25 @@ def _tensorless_receiver(call: cst.Call) -> Optional[str]:
 
 
 def _tensorless_use(node: cst.CSTNode, is_result: _Matcher) -> Optional[str]:
-    """A use showing the file holds no tensor on a device: a state of numbers, a generator's
-    state (`torch.get_rng_state()` is a CPU tensor, even CUDA's), or tensors read as arrays
-    (`ckpt["img"].numpy()` fails on a device tensor: the author's file holds CPU ones)."""
+    """A use showing the file holds no tensor on a device: a state of numbers, or a
+    generator's state (`torch.get_rng_state()` is a CPU tensor, even CUDA's). (Tensors read
+    with `.numpy()` show only that the author's file held CPU tensors: `map_location="cpu"` is
+    what lets a GPU-saved one be read so.)"""
     if type(node) is not cst.Call:
         return None
-    method = _method(node) or (dotted_name(node.func) or "").rpartition(".")[2]
-    if method == "load_state_dict":
+    method = _method(node)
+    if method == "load_state_dict":  # `scheduler.load_state_dict(...)`, a method: a receiver
         receiver = _tensorless_receiver(node)
         if receiver is not None and any(is_result(arg.value) for arg in node.args):
             return f"the result goes into `{receiver}.load_state_dict`, a state of numbers"
-    elif method in _RNG_SETTERS:
-        if any(is_result(_unsubscripted(arg.value)) for arg in node.args):
-            return f"the result goes into `{method}`, a random generator's state"
-    elif method == "numpy":
-        receiver_value = node.func.value if isinstance(node.func, cst.Attribute) else None
-        if (
-            not node.args
-            and receiver_value is not None
-            and is_result(_unsubscripted(receiver_value))
-        ):
-            return "the result's tensors are read with `.numpy()`, which needs them on the CPU"
+    elif _sets_rng_state(node) and any(is_result(_unsubscripted(a.value)) for a in node.args):
+        return "the result goes into a random generator's state setter"
     return None
+
+
+def _sets_rng_state(call: cst.Call) -> bool:
+    name = dotted_name(call.func) or ""
+    return name.rpartition(".")[2] in _RNG_SETTER_METHODS or name in _RNG_SETTERS
 
 
 def _unsubscripted(value: cst.BaseExpression) -> cst.BaseExpression:

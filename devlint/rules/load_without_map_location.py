@@ -36,8 +36,6 @@ class LoadWithoutMapLocation(Rule):
       `torch.random.set_rng_state`, `torch.cuda.set_rng_state_all`,
       `random.setstate` or `np.random.set_state`. `torch.get_rng_state()` and
       CUDA's generators' states are CPU tensors (a trainer's `rng_state.pth`).
-    - **Tensors read as arrays** (silent): `state["img"].numpy()` fails on a
-      tensor on a device, so the file the author loads holds CPU tensors.
     - **Saved by the same function, before the load** (silent):
       `torch.save(x, buffer)` then `torch.load(buffer)`, a byte-buffer round trip
       (`torch.load(io.BytesIO(buffer.getvalue()))`), a temporary file written
@@ -50,8 +48,8 @@ class LoadWithoutMapLocation(Rule):
       (silent): `torch.save(feats.cpu(), os.path.join(args.dump, "feats.pth"))`
       and `torch.load(os.path.join(args.load, "feats.pth"))`, the folders apart;
       or a name's template, read through the function's local names
-      (`name = "%s_net_%s.pth" % (epoch, label)`, pix2pix's `save_network` of
-      `net.cpu().state_dict()`, and `load_network` building the same name).
+      (`name = "%s_feats.pth" % split`). Not for a checkpoint: one is often
+      loaded from another machine under the name this file saves it with.
     - **Saved by this file from CPU values** (silent): another function of the
       file saves the same path (`torch.save(self.collate(data_list),
       self.processed_paths[0])`) from values that show no device: no
@@ -140,19 +138,16 @@ class LoadWithoutMapLocation(Rule):
         "        train, test = torch.load(path)\n    else:\n"
         "        train, test = np.split(np.arange(10), 2)\n        torch.save([train, test], path)\n"
         "    return train, test",
-        # The file name's template, through local names: saved from a module moved to the CPU.
-        "import os, torch\ndef save_network(net, label, epoch, opt):\n"
-        "    name = '%s_net_%s.pth' % (epoch, label)\n    path = os.path.join(opt.dir, name)\n"
-        "    torch.save(net.cpu().state_dict(), path)\n    net.cuda()\n"
-        "def load_network(net, label, epoch, opt):\n    name = '%s_net_%s.pth' % (epoch, label)\n"
-        "    net.load_state_dict(torch.load(os.path.join(opt.dir, name)))",
+        # The file name's template, through local names: always saved from CPU values.
+        "import os, torch\ndef dump(feats, split, opt):\n"
+        "    name = '%s_feats.pth' % split\n    path = os.path.join(opt.dump, name)\n"
+        "    torch.save(feats.cpu(), path)\n"
+        "def read(split, opt):\n    name = '%s_feats.pth' % split\n"
+        "    return torch.load(os.path.join(opt.load, name))",
         # Random generators' states are CPU tensors, even CUDA's generators'.
         "import random, torch\ndef restore(folder):\n"
         "    states = torch.load(folder + '/rng_state.pth')\n    random.setstate(states['python'])\n"
         "    torch.cuda.random.set_rng_state_all(states['cuda'])",
-        # Tensors read as arrays: the author's file holds CPU tensors.
-        "import torch\ndef frames(path):\n    traj = torch.load(path)\n"
-        "    return traj['img'].numpy(), traj['traj'][0].numpy()",
         # Only this process wrote into a temporary directory it made.
         "import os, tempfile, torch\ndef test_save(model):\n"
         "    with tempfile.TemporaryDirectory() as tmp:\n        model.save_pretrained(tmp)\n"
@@ -191,6 +186,8 @@ class LoadWithoutMapLocation(Rule):
             5,
             12,
         ),
+        # any object's `set_state`: no random generator's, by its name
+        Invalid("import torch\ndef load(optim, path):\n    optim.set_state(torch.load(path))", 3, 21),
         # the scheduler's part of a checkpoint that also holds the model's weights
         Invalid(
             "import torch\ndef resume(model, scheduler, path):\n    state = torch.load(path)\n"
