@@ -9,14 +9,11 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Optional, Union
 
+from devlint.analysis.contexts import argument_node
 from devlint.analysis.imported import imported_attribute, imported_value
 from devlint.analysis.loops import LoopFrame, PathCounts, first_iteration_value
 from devlint.analysis.names import ImportMap
-from devlint.analysis.parameters import (
-    TENSOR_ONLY_ATTRIBUTES,
-    changed_parameters,
-    passed_parameters,
-)
+from devlint.analysis.parameters import TENSOR_ONLY_ATTRIBUTES, changed_parameters
 from devlint.analysis.project import ProjectView
 from devlint.analysis.syntax import (
     SourceText,
@@ -501,9 +498,10 @@ class CallEvaluator:
         changed = self.changed_parameters.get(helper)
         if changed is None:
             changed = self.changed_parameters[helper] = changed_parameters(helper)
-        for parameter, passed in passed_parameters(helper, call) if changed else ():
-            name = dotted_name(passed)
-            if name is not None and parameter in changed and name in env:
+        for parameter in changed:
+            passed = argument_node(call, helper, parameter)
+            name = dotted_name(passed) if passed is not None else None
+            if name is not None and name in env:
                 env[name] = UNKNOWN
 
     def _arguments(self, node: ast.Call, env: Env, unit: Unit) -> list[Value]:

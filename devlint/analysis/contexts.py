@@ -112,6 +112,8 @@ def argument_node(
         positional = positional[1:]
     if parameter in positional:
         index = positional.index(parameter)
-        if index < len(call.args):
+        # (past a `*args`, which parameter a position binds is unknown)
+        passed = call.args[: index + 1]
+        if len(passed) > index and not any(isinstance(arg, ast.Starred) for arg in passed):
             return call.args[index]
     return None

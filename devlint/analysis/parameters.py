@@ -238,15 +238,3 @@ def changed_parameters(function: FunctionNode) -> frozenset[str]:
         ):
             changed.add(node.func.value.id)
     return frozenset(changed & names)
-
-
-def passed_parameters(function: FunctionNode, call: ast.Call) -> list[tuple[str, ast.expr]]:
-    """The parameters of ``function`` that ``call`` passes, with the expressions passed."""
-    positional = [p.arg for p in (*function.args.posonlyargs, *function.args.args)]
-    passed: list[tuple[str, ast.expr]] = []
-    for name, value in zip(positional, call.args):
-        if isinstance(value, ast.Starred):
-            break
-        passed.append((name, value))
-    passed.extend((k.arg, k.value) for k in call.keywords if k.arg is not None)
-    return passed

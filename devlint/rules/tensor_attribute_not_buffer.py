@@ -416,11 +416,12 @@ def _first_plain_use_in(
         if isinstance(node, ast.Assign)
         and all(isinstance(target, ast.Subscript) for target in node.targets)
     }
+    skipped = adapted | handed_over | harmless
     uses = [
         node
         for node in nodes
         if isinstance(node, ast.Attribute)
-        and id(node) not in adapted | handed_over | harmless
+        and id(node) not in skipped
         and dotted_name(node) == f"self.{attribute}"
     ]
     return min(uses, key=lambda node: (node.lineno, node.col_offset), default=None)
