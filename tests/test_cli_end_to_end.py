@@ -80,6 +80,21 @@ EXPECTED: dict[str, list[tuple[int, int, str, str]]] = {
             "`values.device`)",
         ),
     ],
+    "training_loops.py": [
+        (
+            18,
+            15,
+            "DEV006",
+            "`torch.zeros(1)` creates a tensor on the CPU that line 20 mixes with "
+            "`weight.pow(2).sum()` on `device`",
+        ),
+        (
+            43,
+            13,
+            "DEV005",
+            "`sample` is on the CPU (created on the CPU by `torch.randn(...)` at line 42)",
+        ),
+    ],
     "memory_monitoring.py": [
         (8, 14, "DEV002", RENAMED.format("memory_cached", "memory_reserved")),
         (9, 12, "DEV002", RENAMED.format("max_memory_cached", "max_memory_reserved")),
@@ -107,7 +122,7 @@ ALL_FINDINGS = sorted(
     ]
 )
 FIXTURE_CODES = {code for *_, code in ALL_FINDINGS}
-SUMMARY = "Found 22 problems in 9 files (13 files checked)."
+SUMMARY = "Found 24 problems in 10 files (14 files checked)."
 
 
 @pytest.fixture
@@ -198,7 +213,7 @@ def test_statistics_prints_only_the_counts_with_ruffs_fixable_marker(work: Path)
         f"{count:>{width}}\t{code}\t{'[*]' if code in safe else '[ ]'} {RULES_BY_CODE[code].name}"
         for code, count in rows
     ]
-    assert result.stdout.splitlines()[0] == "4\tDEV001\t[*] unguarded-cuda"
+    assert result.stdout.splitlines()[0] == "5\tDEV005\t[ ] missing-device-move"
     # With --unsafe-fixes the unsafe fixes count as fixable too.
     unsafe = run_cli("--statistics", "--unsafe-fixes", "fixtures", cwd=work).stdout
     assert "2\tDEV008\t[*] load-without-map-location" in unsafe.splitlines()

@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Collection, Iterable
 from pathlib import PurePath
-from typing import Union
+from typing import Optional, Union
 
 from devlint.analysis.names import ImportMap
 from devlint.analysis.syntax import dotted_name
@@ -210,10 +210,12 @@ _MUTATING_METHODS = frozenset(
 
 def changed_parameters(function: FunctionNode) -> frozenset[str]:
     """The parameters holding a dict or a list that ``function`` changes in place: an item
-    assigned or deleted by name (`batch["x"] = batch["x"].cuda()`), or a mutating method called
+    assigned or deleted by name (`batch["x"] = batch["x"].cuda()`) or by a key drawn from the
+    container itself (`for key in batch: batch[key] = ...`), or a mutating method called
     (`batch.update(...)`). (A tensor's items, `x[mask] = 0`, change no device.)"""
     arguments = function.args
     names = {p.arg for p in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)}
+    keys = _container_keys(function)
     changed: set[str] = set()
     for node in ast.walk(function):
         if isinstance(node, (ast.Assign, ast.Delete)):
@@ -223,13 +225,10 @@ def changed_parameters(function: FunctionNode) -> frozenset[str]:
         else:
             targets = []
         for target in targets:
-            if (
-                isinstance(target, ast.Subscript)
-                and isinstance(target.value, ast.Name)
-                and isinstance(target.slice, ast.Constant)
-                and isinstance(target.slice.value, str)
-            ):
-                changed.add(target.value.id)
+            if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+                container = target.value.id
+                if _names_an_item(target.slice, container, keys):
+                    changed.add(container)
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
@@ -238,3 +237,56 @@ def changed_parameters(function: FunctionNode) -> frozenset[str]:
         ):
             changed.add(node.func.value.id)
     return frozenset(changed & names)
+
+
+def _names_an_item(index: ast.expr, container: str, keys: set[tuple[str, str]]) -> bool:
+    if isinstance(index, ast.Constant):
+        return isinstance(index.value, str)
+    return isinstance(index, ast.Name) and (index.id, container) in keys
+
+
+def _container_keys(function: FunctionNode) -> set[tuple[str, str]]:
+    """(key, container) for each loop drawing its keys from a container: `for key in batch`,
+    `batch.keys()`, `batch.items()`, `enumerate(batch)`, `range(len(batch))`."""
+    keys: set[tuple[str, str]] = set()
+    for loop in ast.walk(function):
+        if not isinstance(loop, (ast.For, ast.AsyncFor)):
+            continue
+        drawn = _keys_drawn(loop.iter)
+        if drawn is None:
+            continue
+        container, paired = drawn
+        target = loop.target
+        if paired and isinstance(target, ast.Tuple) and target.elts:
+            target = target.elts[0]
+        if isinstance(target, ast.Name):
+            keys.add((target.id, container))
+    return keys
+
+
+def _keys_drawn(iterable: ast.expr) -> Optional[tuple[str, bool]]:
+    """The container whose keys ``iterable`` yields, and whether each key comes paired."""
+    if isinstance(iterable, ast.Name):
+        return iterable.id, False
+    if not isinstance(iterable, ast.Call) or len(iterable.args) > 1:
+        return None
+    function = iterable.func
+    if isinstance(function, ast.Attribute) and isinstance(function.value, ast.Name):
+        if not iterable.args and function.attr in ("keys", "items"):
+            return function.value.id, function.attr == "items"
+        return None
+    if not isinstance(function, ast.Name) or len(iterable.args) != 1:
+        return None
+    argument = iterable.args[0]
+    if function.id == "enumerate" and isinstance(argument, ast.Name):
+        return argument.id, True
+    if (
+        function.id == "range"
+        and isinstance(argument, ast.Call)
+        and isinstance(argument.func, ast.Name)
+        and argument.func.id == "len"
+        and len(argument.args) == 1
+        and isinstance(argument.args[0], ast.Name)
+    ):
+        return argument.args[0].id, False
+    return None

@@ -83,6 +83,15 @@ class MissingDeviceMove(FlowRule):
         "def to_gpu(batch):\n    batch['x'] = batch['x'].cuda()\n"
         "model = nn.Linear(3, 2).cuda()\nfor batch in DataLoader(ds):\n"
         "    to_gpu(batch)\n    model(batch['x'])",
+        # ... by keys drawn from the batch itself
+        "import torch\nfrom torch import nn\nfrom torch.utils.data import DataLoader\n"
+        "def to_gpu(batch):\n    for key in batch:\n        batch[key] = batch[key].cuda()\n"
+        "model = nn.Linear(3, 2).cuda()\nfor batch in DataLoader(ds):\n"
+        "    to_gpu(batch)\n    model(batch['x'])",
+        "import torch\nfrom torch import nn\nfrom torch.utils.data import DataLoader\n"
+        "def to_gpu(batch):\n    for i, _ in enumerate(batch):\n        batch[i] = batch[i].cuda()\n"
+        "model = nn.Linear(3, 2).cuda()\nfor batch in DataLoader(ds):\n"
+        "    to_gpu(batch)\n    model(batch[0])",
         "import torch\nfrom torch import nn\nmodel = nn.Linear(3, 2).to(device)\n"
         "x = torch.randn(4, 3).to(device)\nout = model(x)",
         # the helper moves what it is passed; the caller moves it; the accumulator is rebound
@@ -179,6 +188,17 @@ class MissingDeviceMove(FlowRule):
         "def run():\n    return scale(torch.ones(3), torch.ones(3))",
     )
     INVALID = (
+        Invalid(
+            # the helper writes another container's items: the batch stays where it was
+            "import torch\nfrom torch import nn\nfrom torch.utils.data import DataLoader\n"
+            "def log(batch, stats):\n    for key in batch:\n"
+            "        stats[key] = batch[key].float().mean()\n"
+            "model = nn.Linear(3, 2).cuda()\nfor batch in DataLoader(ds):\n"
+            "    log(batch, {})\n    model(batch['x'])",
+            10,
+            11,
+            "`batch['x']` is on the CPU (from the DataLoader at line 8)",
+        ),
         Invalid(
             "import torch\nfrom torch import nn\nfrom torch.utils.data import DataLoader\n"
             "model = nn.Linear(3, 2)\nmodel.to(device)\nloader = DataLoader(ds)\n"
