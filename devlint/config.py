@@ -52,9 +52,7 @@ _STRING_KEYS = ("output-format", "cache-dir")
 # How fixes write a device: the torch floor (read from the project's metadata unless set) and
 # the accelerators they pick from ("any", or "cuda" for CUDA-or-CPU only).
 _DEVICE_KEYS = ("torch-version", "accelerators")
-KNOWN_KEYS = frozenset(
-    (*_LIST_KEYS, *_BOOL_KEYS, *_STRING_KEYS, "per-file-ignores", *_DEVICE_KEYS)
-)
+KNOWN_KEYS = frozenset((*_LIST_KEYS, *_BOOL_KEYS, *_STRING_KEYS, "per-file-ignores", *_DEVICE_KEYS))
 OUTPUT_FORMATS = ("text", "json", "github", "sarif")
 # Looked for in each folder from the file up, first found wins, as Ruff looks for
 # .ruff.toml, ruff.toml, then a pyproject.toml with a [tool.ruff] table.

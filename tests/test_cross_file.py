@@ -272,3 +272,62 @@ def test_a_module_imported_under_an_alias(tmp_path: Path) -> None:
 def test_a_file_importing_only_libraries_has_no_view(tmp_path: Path) -> None:
     tree = parse_quietly("import torch\nimport numpy as np\nfrom typing import Optional\n")
     assert ProjectView.of(str(tmp_path / "x.py"), tree) is None
+
+
+MIXING = """\
+import torch
+
+
+def blend(a, b, weight=0.5):
+    return a * weight + b * (1 - weight)
+
+
+def shifted(signal, kernel):
+    flipped = kernel.flip(-1)
+    return torch.cat([signal, flipped.unsqueeze(0)]).sum(0)
+
+
+def project(x, w):
+    return x.mm(w)
+
+
+def aligned(a, b):
+    return a + b.to(a.device)
+
+
+def rebound(a, b):
+    b = make(b)
+    return a + b
+"""
+
+
+def test_summaries_name_the_parameters_one_operation_combines() -> None:
+    functions = summarise(parse_quietly(MIXING))["functions"]
+    # `weight` may be a tensor too: a call passing numbers for it is never a CPU tensor
+    assert functions["blend"]["mixes"] == [["a", "b", 5], ["a", "weight", 5], ["b", "weight", 5]]
+    assert functions["shifted"]["mixes"] == [["kernel", "signal", 10]]  # through a local
+    assert functions["project"]["mixes"] == [["w", "x", 14]]
+    assert functions["aligned"]["mixes"] == []  # it reads a device: it may align them
+    assert functions["rebound"]["mixes"] == []  # `b` is no longer the caller's
+
+
+def test_a_helper_of_another_file_combining_a_cpu_tensor_with_the_input(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    _write(root / "pyproject.toml", "")
+    _write(root / "mixing.py", MIXING)
+    _write(
+        root / "layers.py",
+        "import torch\nfrom torch import nn\nfrom mixing import aligned, blend, shifted\n\n\n"
+        "class Noisy(nn.Module):\n    def forward(self, x):\n"
+        "        y = blend(x, torch.randn(x.shape))\n"
+        "        y = aligned(y, torch.randn(x.shape))\n"
+        "        mask = torch.ones(3)\n"
+        "        return shifted(torch.zeros(3), mask) + y\n",
+    )
+    summary = _lint(root)
+    assert _found(summary) == [("layers.py", "DEV005", 8, 22)]
+    assert summary.findings[0].message.startswith(
+        "`torch.randn(x.shape)` creates a tensor on the CPU, but `blend` of mixing.py, called "
+        "at line 8, combines it with a tensor on the module's device (input `x`) at line 5 of "
+        "mixing.py: create it with `device=`"
+    )

@@ -25,7 +25,14 @@ from devlint.analysis.contexts import (
 )
 from devlint.analysis.syntax import dotted_name
 from devlint.analysis.units import ClassFacts, Env, FunctionNode, Unit
-from devlint.analysis.values import UNKNOWN, Kind, Value, Where, join, join_all, made_by_factory
+from devlint.analysis.values import (
+    UNKNOWN,
+    Value,
+    Where,
+    cannot_meet,
+    join,
+    join_all,
+)
 
 
 class CallContexts(CallEvaluator):
@@ -212,14 +219,7 @@ class CallContexts(CallEvaluator):
         if passed is None or parameter is None:
             return
         for partner in operands:
-            if partner.is_on_device() or (
-                partner.where is Where.INPUT
-                and not partner.scalar
-                and partner.kind in (Kind.TENSOR, Kind.UNKNOWN)
-                # a tensor parameter's device is the caller's: only a factory's tensor is
-                # evidence against it (as in the helper's own code)
-                and (partner.kind is Kind.UNKNOWN or made_by_factory(passed))
-            ):
+            if cannot_meet(passed, partner):
                 finding = InnerFinding(parameter, node, partner, frame.function, combined=True)
                 if finding not in frame.findings:
                     frame.findings.append(finding)

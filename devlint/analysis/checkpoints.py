@@ -17,6 +17,8 @@ gathers the evidence a file holds about one load:
 - **Safe, no tensors**: the result goes only into a learning-rate scheduler's or a gradient
   scaler's ``load_state_dict`` (``scheduler.load_state_dict(torch.load(...))``): their states
   hold Python numbers.
+- **Safe, a dataset's data**: a dataset class (`ExpertDataset`, a `torch.utils.data.Dataset`)
+  loads a file that shows no checkpoint: its items go through a DataLoader, on the CPU.
 - **A checkpoint**: the result reaches ``load_state_dict``, is read with a ``"model"``,
   ``"optimizer"`` or ``"state_dict"`` key, or the file saves the path from a state dict or
   from values a device-moving function made.
@@ -29,7 +31,7 @@ from __future__ import annotations
 
 import builtins
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Optional, Union, cast
 
@@ -37,6 +39,7 @@ import libcst as cst
 
 from devlint.analysis.devices import argument, string_value
 from devlint.analysis.names import ImportMap, dotted_name
+from devlint.analysis.parameters import prepares_data
 from devlint.traversal import child_nodes, descendants
 
 Scope = Union[cst.Module, cst.FunctionDef]
@@ -299,8 +302,14 @@ class CheckpointEvidence:
         self._assigned: dict[int, dict[str, cst.BaseExpression]] = {}  # per scope, on demand
 
     def evidence(
-        self, load: cst.Call, scope: Scope, statement: Optional[cst.CSTNode]
+        self,
+        load: cst.Call,
+        scope: Scope,
+        statement: Optional[cst.CSTNode],
+        classes: Sequence[str] = (),
     ) -> LoadEvidence:
+        """What the file says about ``load``, made in ``scope`` (inside a class whose own name
+        and bases' are ``classes``)."""
         path = argument(load, 0, "f")
         if path is None:
             return LoadEvidence()
@@ -346,6 +355,9 @@ class CheckpointEvidence:
                 and not _from_caller(value, saving_scope)
             ):
                 return LoadEvidence(safe="saved by this file from CPU values")
+        if checkpoint is None and prepares_data(classes):
+            # A dataset's items go through a DataLoader, which prepares them on the CPU.
+            return LoadEvidence(safe="a dataset's data file: its loader reads CPU tensors")
         return LoadEvidence(checkpoint=checkpoint)
 
     def _temporary(self, path: cst.BaseExpression, scope: Scope) -> bool:

@@ -2,8 +2,9 @@
 
 A call of an imported project class or function evaluates to what its summary says (a module
 or a tensor made on the CPU); a call of an imported function that hands one of its arguments
-to another (`score(net, x)` where `score` calls `net(x)`) pairs those arguments, so that a
-rule can check them as if the call were written in the caller's file.
+to another (`score(net, x)` where `score` calls `net(x)`), or combines it with another in one
+operation (`blend(x, noise)` where `blend` adds them), pairs those arguments, so that a rule
+can check them as if the call were written in the caller's file.
 """
 
 from __future__ import annotations
@@ -55,25 +56,60 @@ class Feed:
 
 def fed_modules(view: ProjectView, node: ast.Call) -> list[Feed]:
     """The argument pairs of a call of an imported function that calls one with the other."""
-    if not isinstance(node.func, (ast.Name, ast.Attribute)):
+    bound = _bound_arguments(view, node, "feeds")
+    if bound is None:
         return []
-    found = view.lookup(dotted_name(node.func))
-    if found is None or found.kind != "function" or not found.facts.get("feeds"):
-        return []
-    passed: dict[str, ast.expr] = {}
-    parameters: list[str] = found.facts["parameters"]
-    if any(isinstance(argument, ast.Starred) for argument in node.args):
-        return []
-    for parameter, argument in zip(parameters, node.args):
-        passed[parameter] = argument
-    for keyword in node.keywords:
-        if keyword.arg is not None:
-            passed[keyword.arg] = keyword.value
+    found, passed = bound
     feeds = []
     for given, module in found.facts["feeds"]:
         if given in passed and module in passed:
             feeds.append(Feed(passed[given], passed[module], given, module, _shown(found)))
     return feeds
+
+
+@dataclass(frozen=True)
+class Mix:
+    """`blend(x, noise)`: the imported function combines its parameters `first` and `second`
+    in one operation, at ``line`` of its file."""
+
+    first: ast.expr
+    second: ast.expr
+    function: str  # as shown in messages: "`blend` of utils.py"
+    line: int
+    file: str  # the function's file name, "utils.py"
+
+
+def mixed_arguments(view: ProjectView, node: ast.Call) -> list[Mix]:
+    """The argument pairs of a call of an imported function that combines one with the other."""
+    bound = _bound_arguments(view, node, "mixes")
+    if bound is None:
+        return []
+    found, passed = bound
+    return [
+        Mix(passed[first], passed[second], _shown(found), line, os.path.basename(found.path))
+        for first, second, line in found.facts["mixes"]
+        if first in passed and second in passed
+    ]
+
+
+def _bound_arguments(
+    view: ProjectView, node: ast.Call, fact: str
+) -> Optional[tuple[Found, dict[str, ast.expr]]]:
+    """The imported function a call names, where its summary holds ``fact``, and what the call
+    passes for each parameter (nothing where a `*args` hides the positions)."""
+    if not isinstance(node.func, (ast.Name, ast.Attribute)):
+        return None
+    found = view.lookup(dotted_name(node.func))
+    if found is None or found.kind != "function" or not found.facts.get(fact):
+        return None
+    if any(isinstance(argument, ast.Starred) for argument in node.args):
+        return None
+    parameters: list[str] = found.facts["parameters"]
+    passed: dict[str, ast.expr] = dict(zip(parameters, node.args))
+    for keyword in node.keywords:
+        if keyword.arg is not None:
+            passed[keyword.arg] = keyword.value
+    return found, passed
 
 
 def imported_attribute(view: ProjectView, node: ast.Attribute) -> Optional[Value]:

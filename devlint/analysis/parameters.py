@@ -125,11 +125,14 @@ def runs_on_cpu_by_design(function: FunctionNode, classes: Iterable[str]) -> boo
     name = function.name
     if name in _CPU_BY_DESIGN_METHODS or "collat" in name.lower():
         return True
-    return any(_prepares_data(base.rpartition(".")[2]) for base in classes)
+    return prepares_data(classes)
 
 
-def _prepares_data(class_name: str) -> bool:
-    return class_name.endswith("Dataset") or "Collat" in class_name
+def prepares_data(classes: Iterable[str]) -> bool:
+    """Whether a class, by its own name or its bases' (`ExpertDataset`,
+    `torch.utils.data.Dataset`, `DataCollatorWithPadding`), prepares CPU data for a loader."""
+    names = [name.rpartition(".")[2] for name in classes]
+    return any(name.endswith("Dataset") or "Collat" in name for name in names)
 
 
 def is_test_module(path: str) -> bool:

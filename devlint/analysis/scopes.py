@@ -154,6 +154,10 @@ class ScopeTracker:
         info = self._classes[-1]
         return attribute in info.attributes or any("LightningModule" in b for b in info.bases)
 
+    def current_class(self) -> Optional[ClassInfo]:
+        """The innermost class around the node, if any (methods' nested functions included)."""
+        return self._classes[-1] if self._classes else None
+
     def current_class_attribute(self, attribute: str) -> Optional[Binding]:
         """The value the enclosing class last assigned to ``self.<attribute>``, if seen yet."""
         return self._classes[-1].attributes.get(attribute) if self._classes else None

@@ -9,8 +9,10 @@ summary did not change does not invalidate the files that import it.
   :mod:`devlint.analysis.project`), whether it defines ``to()``, and the attributes its
   ``__init__`` sets to a tensor made on the CPU (``self.mask = torch.ones(...)``);
 - a function: its parameters, what it returns when that is certain (a tensor made on the CPU,
-  a module made on the CPU), and which parameters it passes to a call of another parameter
-  (``def score(net, x): return net(x)``: ``x`` runs where ``net`` lives).
+  a module made on the CPU), which parameters it passes to a call of another parameter
+  (``def score(net, x): return net(x)``: ``x`` runs where ``net`` lives), and which pairs of
+  parameters one operation combines (``def blend(a, b): return a * 0.5 + b * 0.5``: ``a`` and
+  ``b`` must share a device), in a function that never looks at or changes a device.
 """
 
 from __future__ import annotations
@@ -18,14 +20,18 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Optional
 
 from devlint.analysis.parameters import FunctionNode
 from devlint.analysis.syntax import dotted_name, keyword_value
 from devlint.analysis.torch_api import (
+    COMBINING_FUNCTIONS,
+    DEVICE_MOVES,
     FACTORIES,
     MODULE_BASES,
+    OPERAND_METHODS,
+    PLACEMENT_KEEPING_METHODS,
     SCALAR_CAPABLE_FACTORIES,
     is_parameterless_class,
     is_torch_nn_class,
@@ -33,7 +39,9 @@ from devlint.analysis.torch_api import (
 
 Summary = dict[str, Any]
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-FORMAT = 1
+# Reads of a tensor's device: code that reads one may align its operands itself.
+_DEVICE_AWARE = frozenset({"device", "is_cuda", "get_device", "type_as", "type"})
+FORMAT = 2
 
 
 def summary_digest(summary: Summary) -> str:
@@ -192,6 +200,7 @@ class _Summariser:
             "keywords": keywords,
             "returns": result,
             "feeds": _feeds(calls, {*parameters, *keywords} - assigned),
+            "mixes": _mixes(node, {*parameters, *keywords} - assigned, self.qualified),
         }
 
 
@@ -207,6 +216,94 @@ def _feeds(calls: list[ast.Call], usable: set[str]) -> list[list[str]]:
             if type(passed) is ast.Name and passed.id in usable and passed.id != module:
                 pairs.add((passed.id, module))
     return sorted([list(pair) for pair in pairs])
+
+
+def _mixes(
+    function: FunctionNode, usable: set[str], qualified: Callable[[ast.AST], str]
+) -> list[list[Any]]:
+    """[first, second, line]: an operation of the function combines tensors that stay where
+    parameters `first` and `second` are (`a * 0.5 + b`, `torch.cat([a, b])`, `a.mm(b)`), at
+    ``line``. None in a function that reads a device or moves a tensor: it may align them."""
+    nodes = list(_own_nodes(function))
+    if any(_handles_devices(node) for node in nodes):
+        return []
+    aliases = _parameter_aliases(nodes, usable)
+    found: dict[tuple[str, str], int] = {}
+    for node in nodes:
+        operands = [_parameters_in(operand, aliases) for operand in _operands(node, qualified)]
+        for index, roots in enumerate(operands):
+            for others in operands[index + 1 :]:
+                for pair in {(min(a, b), max(a, b)) for a in roots for b in others if a != b}:
+                    line = node.lineno  # type: ignore[attr-defined]
+                    found[pair] = min(line, found.get(pair, line))
+    return sorted([first, second, line] for (first, second), line in found.items())
+
+
+def _handles_devices(node: ast.AST) -> bool:
+    if isinstance(node, ast.Attribute):
+        return node.attr in _DEVICE_AWARE or node.attr in DEVICE_MOVES
+    return isinstance(node, ast.keyword) and node.arg == "device"
+
+
+def _parameter_aliases(nodes: list[ast.AST], usable: set[str]) -> dict[str, str]:
+    """Parameters, and the locals assigned once from one (`k = kernel.flip(-1)`)."""
+    aliases = {name: name for name in usable}
+    stores: dict[str, list[ast.expr]] = {}
+    for node in nodes:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Name):
+                stores.setdefault(target.id, []).append(node.value)
+        elif isinstance(node, ast.Name) and type(node.ctx) is not ast.Load:
+            stores.setdefault(node.id, []).append(node)  # any other binding: never an alias
+    for _ in range(2):  # twice: a local assigned from one assigned later in the walk
+        for name, values in stores.items():
+            if name in usable or len(values) != 2:  # the Assign and its target's Name
+                continue
+            roots = _parameters_in(values[0], aliases)
+            if len(roots) == 1:
+                aliases[name] = roots.pop()
+    return aliases
+
+
+def _parameters_in(node: ast.expr, aliases: dict[str, str]) -> set[str]:
+    """The parameters whose tensors ``node`` holds, through steps that keep their devices:
+    methods (`x.float().unsqueeze(1)`), indexing, a sign, arithmetic (`a * w + 0.5`)."""
+    while True:
+        if isinstance(node, ast.Name):
+            return {aliases[node.id]} if node.id in aliases else set()
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr not in PLACEMENT_KEEPING_METHODS:
+                return set()
+            node = node.func.value
+        elif isinstance(node, ast.Subscript):
+            node = node.value
+        elif isinstance(node, ast.UnaryOp):
+            node = node.operand
+        elif isinstance(node, ast.BinOp):
+            return _parameters_in(node.left, aliases) | _parameters_in(node.right, aliases)
+        else:
+            return set()
+
+
+def _operands(node: ast.AST, qualified: Callable[[ast.AST], str]) -> list[ast.expr]:
+    """The tensors one operation needs on one device."""
+    if isinstance(node, ast.BinOp):
+        return [node.left, node.right]
+    if isinstance(node, ast.Compare):
+        return [node.left, *node.comparators]
+    if not isinstance(node, ast.Call):
+        return []
+    function = node.func
+    if isinstance(function, ast.Attribute) and function.attr in OPERAND_METHODS:
+        return [function.value, *node.args]
+    name = qualified(function)
+    if name in ("torch.cat", "torch.stack", "torch.concat") and node.args:
+        listed = node.args[0]
+        return list(listed.elts) if isinstance(listed, (ast.List, ast.Tuple)) else []
+    if name in COMBINING_FUNCTIONS:
+        return list(node.args)
+    return []
 
 
 def _own_nodes(function: FunctionNode) -> Iterator[ast.AST]:

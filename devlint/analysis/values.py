@@ -228,3 +228,17 @@ def made_by_factory(value: Value) -> bool:
     code that converts or moves to the CPU on purpose is CPU code by design."""
     evidence = value.placement.evidence
     return evidence.startswith("created on the CPU by") and "from_numpy" not in evidence
+
+
+def cannot_meet(cpu_tensor: Value, partner: Value) -> bool:
+    """Whether a CPU tensor cannot meet ``partner`` in one operation: a tensor on a device, or
+    on the device a module's or a function's inputs are on. A tensor parameter's device is the
+    caller's: only a factory's tensor is evidence against it (as in a helper's own code)."""
+    if partner.is_on_device():
+        return True
+    return (
+        partner.where is Where.INPUT
+        and not partner.scalar
+        and partner.kind in (Kind.TENSOR, Kind.UNKNOWN)
+        and (partner.kind is Kind.UNKNOWN or made_by_factory(cpu_tensor))
+    )

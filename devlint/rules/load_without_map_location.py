@@ -36,6 +36,12 @@ class LoadWithoutMapLocation(Rule):
       `torch.random.set_rng_state`, `torch.cuda.set_rng_state_all`,
       `random.setstate` or `np.random.set_state`. `torch.get_rng_state()` and
       CUDA's generators' states are CPU tensors (a trainer's `rng_state.pth`).
+    - **A dataset's data** (silent): a dataset class (its name or a base's ends
+      with `Dataset`) loads a file that shows no checkpoint:
+      `self.trajectories = torch.load(file_name)` in an `ExpertDataset`. A
+      dataset's items go through a DataLoader, which prepares them on the CPU.
+      A dataset that loads weights (`self.encoder.load_state_dict(...)`) still
+      loads a checkpoint.
     - **Saved by the same function, before the load** (silent):
       `torch.save(x, buffer)` then `torch.load(buffer)`, a byte-buffer round trip
       (`torch.load(io.BytesIO(buffer.getvalue()))`), a temporary file written
@@ -162,6 +168,11 @@ class LoadWithoutMapLocation(Rule):
         "import os, torch\ndef features(path):\n    if os.path.exists(path):\n"
         "        feats = torch.load(path)\n    else:\n        feats = convert(read(path))\n"
         "        torch.save(feats, path)\n    return feats",
+        # A dataset's data file: its items go through a DataLoader, on the CPU.
+        "import torch\nclass ExpertDataset(torch.utils.data.Dataset):\n"
+        "    def __init__(self, file_name):\n        self.trajectories = torch.load(file_name)",
+        "import torch\nfrom torch.utils import data\nclass Pairs(data.Dataset):\n"
+        "    def __init__(self, opt):\n        self.latents = torch.load(opt['latent_path'])",
         # A learning-rate scheduler's and a gradient scaler's states are numbers, no tensors.
         "import os, torch\ndef resume(scheduler, path):\n"
         "    scheduler.load_state_dict(torch.load(os.path.join(path, 'scheduler.pt')))",
@@ -186,8 +197,19 @@ class LoadWithoutMapLocation(Rule):
             5,
             12,
         ),
+        # a dataset that loads an encoder's weights loads a checkpoint
+        Invalid(
+            "import torch\nclass Features(torch.utils.data.Dataset):\n"
+            "    def __init__(self, path):\n"
+            "        self.encoder.load_state_dict(torch.load(path))",
+            4,
+            38,
+            "the result goes into `load_state_dict`",
+        ),
         # any object's `set_state`: no random generator's, by its name
-        Invalid("import torch\ndef load(optim, path):\n    optim.set_state(torch.load(path))", 3, 21),
+        Invalid(
+            "import torch\ndef load(optim, path):\n    optim.set_state(torch.load(path))", 3, 21
+        ),
         # the scheduler's part of a checkpoint that also holds the model's weights
         Invalid(
             "import torch\ndef resume(model, scheduler, path):\n    state = torch.load(path)\n"
@@ -332,7 +354,9 @@ class LoadWithoutMapLocation(Rule):
         scope = self.context.scopes.current_function() or self.context.module
         statement = self.context.current_statement()
         assert statement is None or isinstance(statement, cst.CSTNode)
-        evidence = self._evidence.evidence(node, scope, statement)
+        enclosing = self.context.scopes.current_class()
+        classes = () if enclosing is None else (enclosing.name, *enclosing.bases)
+        evidence = self._evidence.evidence(node, scope, statement, classes)
         if evidence.safe is not None:
             return
         why = "" if evidence.checkpoint is None else f" ({evidence.checkpoint})"

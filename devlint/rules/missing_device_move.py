@@ -1,11 +1,12 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Optional
 
 from devlint.analysis.advice import device_in_scope, move_advice
 from devlint.analysis.contexts import CallFinding
-from devlint.analysis.imported import Feed, fed_modules
+from devlint.analysis.imported import Feed, Mix, fed_modules, mixed_arguments
 from devlint.analysis.operations import (
     Citations,
     cpu_factory,
@@ -17,7 +18,7 @@ from devlint.analysis.prefilter import CPU_TENSOR_SOURCE, DEVICE_OR_INPUT_SOURCE
 from devlint.analysis.syntax import call_arguments, dotted_name
 from devlint.analysis.syntax_screen import SyntaxFacts
 from devlint.analysis.torch_api import FUNCTIONAL_LOSSES, looks_like_loss
-from devlint.analysis.values import UNKNOWN, Kind, Value, Where, made_by_factory
+from devlint.analysis.values import UNKNOWN, Kind, Value, Where, cannot_meet, made_by_factory
 from devlint.rules.base import FlowRule, Invalid
 
 if TYPE_CHECKING:
@@ -409,6 +410,8 @@ class MissingDeviceMove(FlowRule):
         if flow.project is not None:
             for feed in fed_modules(flow.project, node):
                 self._check_fed_module(feed)
+            for mix in mixed_arguments(flow.project, node):
+                self._check_mixed_in_imported(node, mix)
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
         self._check_forward_operation(node)
@@ -493,26 +496,59 @@ class MissingDeviceMove(FlowRule):
         """`self._likelihood(inputs, mask)` where the helper adds `mask`, made here on the CPU,
         to `inputs`: reported where `device=` goes, the factory, or else at the argument."""
         inner = passed.inner
-        factory = cpu_factory(passed.value, passed.argument)
-        origin = passed.value.placement.origin
-        if origin is passed.argument and isinstance(origin, ast.Call):
+
+        def place(citations: Citations) -> str:
+            return f"line {citations.line_of(inner.node)}"
+
+        self._report_combined(
+            node, passed.argument, passed.value, inner.partner, f"`{inner.function}`", place
+        )
+
+    def _check_mixed_in_imported(self, node: ast.Call, mix: Mix) -> None:
+        """`blend(x, torch.randn(4))` where `blend`, in another file, adds its two parameters."""
+        flow = self.analysis.flow
+        for argument, other in ((mix.first, mix.second), (mix.second, mix.first)):
+            value, partner = flow.value_of(argument), flow.value_of(other)
+            if value.is_cpu_tensor() and cannot_meet(value, partner):
+                self._report_combined(
+                    node,
+                    argument,
+                    value,
+                    partner,
+                    mix.function,
+                    lambda _: f"line {mix.line} of {mix.file}",
+                )
+                return
+
+    def _report_combined(
+        self,
+        node: ast.Call,
+        argument: ast.expr,
+        value: Value,
+        partner: Value,
+        function: str,
+        place: Callable[[Citations], str],
+    ) -> None:
+        factory = cpu_factory(value, argument)
+        origin = value.placement.origin
+        if origin is argument and isinstance(origin, ast.Call):
             # `self.walk(x, torch.ones(3))`: the argument is the factory
-            factory = origin if made_by_factory(passed.value) else None
+            factory = origin if made_by_factory(value) else None
         if factory is not None and factory in self._factories_reported:
             return
         citations = Citations()
         call_line = citations.line_of(node)
-        inner_line = citations.line_of(inner.node)
-        partner = inner.partner.placement
-        if inner.partner.where is Where.DEVICE:
-            follows = f"a tensor on `{partner.device}` ({citations.of(partner)})"
-        elif _on_module_device(inner.partner):
-            follows = f"a tensor on the module's device ({citations.of(partner)})"
+        combined_at = place(citations)
+        if partner.where is Where.DEVICE:
+            follows = (
+                f"a tensor on `{partner.placement.device}` ({citations.of(partner.placement)})"
+            )
+        elif _on_module_device(partner):
+            follows = f"a tensor on the module's device ({citations.of(partner.placement)})"
         else:
-            follows = f"a tensor on the device its caller chose ({citations.of(partner)})"
+            follows = f"a tensor on the device its caller chose ({citations.of(partner.placement)})"
         called = (
-            f"`{inner.function}`, called at line {call_line}, combines it with {follows} at "
-            f"line {inner_line}"
+            f"{function}, called at line {call_line}, combines it with {follows} at {combined_at}"
         )
         if factory is not None:
             if not self.analysis.expects_failure():
@@ -526,9 +562,9 @@ class MissingDeviceMove(FlowRule):
             )
             return
         self.report(
-            passed.argument,
-            f"`{self.analysis.source_of(passed.argument)}` is on the CPU "
-            f"({citations.of(passed.value.placement)}), but {called}: move it there first",
+            argument,
+            f"`{self.analysis.source_of(argument)}` is on the CPU "
+            f"({citations.of(value.placement)}), but {called}: move it there first",
             citations.cited(),
         )
 
