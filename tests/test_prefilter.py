@@ -54,6 +54,9 @@ def test_every_invalid_example_passes_its_rules_prefilter(rule: type[Rule]) -> N
         (prefilter.SELF_FACTORY_ASSIGNMENT, "self.scale = torch.ones(4)"),
         (prefilter.SELF_FACTORY_ASSIGNMENT, "self.scale = \\\n    th.FloatTensor([1])"),
         (prefilter.SELF_FACTORY_ASSIGNMENT, "from torch import ones as o\nself.s = o(4)"),
+        (prefilter.TORCH_LOAD, "state = torch.load (path)"),
+        (prefilter.TORCH_LOAD, "import numpy as np, torch as th\nstate = th.load(path)"),
+        (prefilter.TORCH_LOAD, "from torch import (\n    save,\n    load as restore,\n)"),
     ],
 )
 def test_text_tests_accept_unusual_spellings(test: prefilter.TextTest, text: str) -> None:
@@ -66,6 +69,7 @@ def test_text_tests_accept_unusual_spellings(test: prefilter.TextTest, text: str
         (prefilter.DEVICE_SOURCE, "x = x.float()\ny = len(x)"),
         (prefilter.CPU_TENSOR_SOURCE, "import os\nfor i in range(3):\n    print(i)"),
         (prefilter.SELF_FACTORY_ASSIGNMENT, "self.scale = scale\nimport numpy as np"),
+        (prefilter.TORCH_LOAD, "import json, torch\nstate = json.load(f)\nt = torch.ones(2)"),
     ],
 )
 def test_text_tests_reject_files_without_the_words(test: prefilter.TextTest, text: str) -> None:

@@ -137,3 +137,22 @@ class _SelfFactoryAssignment:
 
 
 SELF_FACTORY_ASSIGNMENT = _SelfFactoryAssignment()
+
+
+class _TorchLoad:
+    """Where `torch.load` can be called: written out (`torch.load(`), through an alias of torch
+    (`import torch as th`, then `th.load(`), or imported by name (`from torch import load`).
+    Not `json.load(` or `pickle.load(` alone: most files with a `load(` never call torch's."""
+
+    _alias = re.compile(r"\btorch\s+as\s+(\w+)")
+    _imported = re.compile(r"from\s+torch\s+import\s*\(?[\w\s,]*\bload\b")
+
+    def search(self, text: str) -> bool:
+        if "torch.load" in text:
+            return True
+        if any(f"{alias}.load" in text for alias in self._alias.findall(text)):
+            return True
+        return "from torch" in text and bool(self._imported.search(text))
+
+
+TORCH_LOAD = _TorchLoad()

@@ -4,6 +4,7 @@ import libcst as cst
 
 from devlint.analysis.checkpoints import CheckpointEvidence
 from devlint.analysis.devices import argument, has_star_kwargs
+from devlint.analysis.prefilter import TORCH_LOAD
 from devlint.context import FileContext, NodeEdit, RawFix
 from devlint.diagnostics import Applicability
 from devlint.rules.base import Invalid, Rule
@@ -99,7 +100,8 @@ class LoadWithoutMapLocation(Rule):
     name = "load-without-map-location"
     summary = "torch.load without map_location"
     fixable = True
-    trigger_tokens = ("load(",)
+    trigger_tokens = ("load",)
+    required_patterns = (TORCH_LOAD,)
 
     VALID = (
         "import torch\nstate = torch.load('ckpt.pt', map_location='cpu')",
@@ -225,6 +227,7 @@ class LoadWithoutMapLocation(Rule):
             9,
             fixed="import torch\nstate = torch.load('ckpt.pt', map_location=\"cpu\")",
         ),
+        Invalid("from torch import load as restore\nstate = restore('c.pt')", 2, 9),
         Invalid(
             "from torch import load\nstate = load(f)",
             2,
