@@ -298,6 +298,14 @@ def aligned(a, b):
 def rebound(a, b):
     b = make(b)
     return a + b
+
+
+def db_to_amplitude(db):
+    return 10 ** (db.float() / 20)
+
+
+def pair(a, b):
+    return a, b
 """
 
 
@@ -309,14 +317,25 @@ def test_summaries_name_the_parameters_one_operation_combines() -> None:
     assert functions["project"]["mixes"] == [["w", "x", 14]]
     assert functions["aligned"]["mixes"] == []  # it reads a device: it may align them
     assert functions["rebound"]["mixes"] == []  # `b` is no longer the caller's
+    assert functions["db_to_amplitude"]["follows"] == "db"
+    assert functions["blend"]["follows"] is None  # on the devices of three parameters
+    assert functions["aligned"]["follows"] is None  # it moves a tensor
+    assert functions["pair"]["follows"] is None  # a tuple
 
 
-def test_a_helper_of_another_file_combining_a_cpu_tensor_with_the_input(tmp_path: Path) -> None:
+def _lint_beside_mixing(tmp_path: Path, name: str, text: str) -> RunSummary:
+    """Lint a project of `mixing.py` (the helpers above) and the module ``name``."""
     root = tmp_path / "project"
     _write(root / "pyproject.toml", "")
     _write(root / "mixing.py", MIXING)
-    _write(
-        root / "layers.py",
+    _write(root / name, text)
+    return _lint(root)
+
+
+def test_a_helper_of_another_file_combining_a_cpu_tensor_with_the_input(tmp_path: Path) -> None:
+    summary = _lint_beside_mixing(
+        tmp_path,
+        "layers.py",
         "import torch\nfrom torch import nn\nfrom mixing import aligned, blend, shifted\n\n\n"
         "class Noisy(nn.Module):\n    def forward(self, x):\n"
         "        y = blend(x, torch.randn(x.shape))\n"
@@ -324,10 +343,24 @@ def test_a_helper_of_another_file_combining_a_cpu_tensor_with_the_input(tmp_path
         "        mask = torch.ones(3)\n"
         "        return shifted(torch.zeros(3), mask) + y\n",
     )
-    summary = _lint(root)
     assert _found(summary) == [("layers.py", "DEV005", 8, 22)]
     assert summary.findings[0].message.startswith(
         "`torch.randn(x.shape)` creates a tensor on the CPU, but `blend` of mixing.py, called "
         "at line 8, combines it with a tensor on the module's device (input `x`) at line 5 of "
         "mixing.py: create it with `device=`"
     )
+
+
+def test_a_helper_of_another_file_returns_on_its_arguments_device(tmp_path: Path) -> None:
+    summary = _lint_beside_mixing(
+        tmp_path,
+        "noise.py",
+        "import torch\nfrom torch import nn\nfrom mixing import db_to_amplitude\n\n\n"
+        "class AddNoise(nn.Module):\n    def forward(self, waveform):\n"
+        "        snr = torch.rand(waveform.shape[0], 1)\n"
+        "        factor = 1 / (db_to_amplitude(snr) + 1)\n"
+        "        gain = db_to_amplitude(torch.rand(1, device=waveform.device))\n"
+        "        return waveform * factor * gain\n",
+    )
+    assert _found(summary) == [("noise.py", "DEV005", 8, 15)]
+    assert "combined with `waveform` at line 11" in summary.findings[0].message

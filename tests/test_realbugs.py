@@ -19,6 +19,7 @@ from score import (
     Span,
     codes_at,
     codes_citing,
+    imported_files,
     sarif_finding,
     statement_span,
     table,
@@ -306,3 +307,35 @@ def test_sarif_results_read_as_findings_with_their_cited_rows(tmp_path: Path) ->
     assert codes_at([finding], Span(9, 9)) == {"DEV005"}
     assert codes_citing([finding], Span(7, 7)) == {"DEV005"}
     assert codes_citing([finding], Span(8, 9)) == set()
+
+
+def test_the_imports_scope_extracts_the_project_files_a_module_imports() -> None:
+    files = frozenset(
+        [
+            "pyproject.toml",
+            "pkg/__init__.py",
+            "pkg/a.py",
+            "pkg/sub/__init__.py",
+            "pkg/sub/b.py",
+            "pkg/sub/c.py",
+            "src/lib/__init__.py",
+            "src/lib/d.py",
+            "other.py",
+            "unused.py",
+        ]
+    )
+    source = (
+        b"from . import c\nfrom ..a import thing\nimport pkg.sub.b as again\n"
+        b"from lib.d import f\nimport numpy\nfrom other import z\n"
+    )
+    assert imported_files(files, "pkg/sub/b.py", source) == [
+        "other.py",
+        "pkg/__init__.py",
+        "pkg/a.py",
+        "pkg/sub/__init__.py",
+        "pkg/sub/c.py",
+        "pyproject.toml",
+        "src/lib/__init__.py",
+        "src/lib/d.py",
+    ]
+    assert imported_files(files, "pkg/sub/b.py", b"def broken(:\n") == []

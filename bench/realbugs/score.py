@@ -1,11 +1,14 @@
 """Score devlint's recall on real device bugs mined from public history.
 
-    python bench/realbugs/score.py [--mirrors DIR] [--scope dir|file] [--repo OWNER/NAME ...]
+    python bench/realbugs/score.py [--mirrors DIR] [--scope dir|imports|file] [--repo NAME ...]
 
 For every case in ``cases.jsonl`` the scorer extracts, from the bare mirrors, the parent's and
 the commit's version of the fixed file together with its package (the other ``*.py`` files of its
 folder, where the evidence of a cross-file bug usually lives: the model moved in one module, the
-tensor made in another), lints each of the two trees in one devlint run, and prints:
+tensor made in another; with ``--scope imports``, also the project files the fixed file imports,
+the ``__init__.py`` files above them and the project's root markers, so that devlint's cross-file
+summaries see what a whole checkout would show), lints each of the two trees in one devlint run,
+and prints:
 
 - recall: the parent's file has a finding of the category's code on the fixed line's statement;
 - recall (any code): a finding of any device rule there;
@@ -44,6 +47,9 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 # A folder with more modules than this is linted as the fixed file alone (vendored op
 # collections, generated code): the cost would grow with the folder, the evidence would not.
 MAX_PACKAGE_FILES = 80
+# At most this many files a fixed file imports are extracted with it (`--scope imports`).
+MAX_IMPORTED_FILES = 60
+_ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg")
 # Findings of these codes say nothing about a device (a file devlint could not parse).
 NOT_DEVICE_CODES = frozenset({"DEV000"})
 
@@ -177,6 +183,7 @@ class Extractor:
 
     def __init__(self, mirror: Path) -> None:
         self.mirror = mirror
+        self._listings: dict[str, frozenset[str]] = {}
         self.process = subprocess.Popen(
             ["git", "-C", str(mirror), "cat-file", "--batch"],
             stdin=subprocess.PIPE,
@@ -204,10 +211,69 @@ class Extractor:
         modules = [name for name in listing if name.endswith(".py")]
         return modules if path in modules and len(modules) <= MAX_PACKAGE_FILES else [path]
 
+    def listing(self, commit: str) -> frozenset[str]:
+        """Every file of the commit's tree (memoised: one case's two sides share a commit)."""
+        if commit not in self._listings:
+            self._listings[commit] = frozenset(
+                subprocess.run(
+                    ["git", "-C", str(self.mirror), "ls-tree", "-r", "--name-only", commit],
+                    capture_output=True, text=True, check=False,
+                ).stdout.splitlines()
+            )  # fmt: skip
+        return self._listings[commit]
+
     def close(self) -> None:
         if self.process.stdin:
             self.process.stdin.close()
         self.process.wait()
+
+
+def imported_files(files: frozenset[str], path: str, source: bytes) -> list[str]:
+    """The files of ``files`` (a tree's listing) that the module at ``path`` imports, the
+    ``__init__.py`` files of the folders above it and them, and the root's project markers."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    folder = PurePosixPath(path).parent
+    modules: set[PurePosixPath] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                modules.update(_module_paths(folder, 0, alias.name))
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            for alias in node.names:
+                dotted = f"{base}.{alias.name}" if base else alias.name
+                modules.update(_module_paths(folder, node.level, dotted))
+            if base:
+                modules.update(_module_paths(folder, node.level, base))
+    found = sorted(
+        str(file)
+        for module in modules
+        for file in (module.with_suffix(".py"), module / "__init__.py")
+        if str(file) in files
+    )[:MAX_IMPORTED_FILES]
+    wanted = set(found) | {marker for marker in _ROOT_MARKERS if marker in files}
+    for file in (path, *found):
+        for parent in PurePosixPath(file).parents:
+            init = str(parent / "__init__.py") if str(parent) != "." else "__init__.py"
+            if init in files:
+                wanted.add(init)
+    wanted.discard(path)
+    return sorted(wanted)
+
+
+def _module_paths(folder: PurePosixPath, level: int, dotted: str) -> list[PurePosixPath]:
+    """Where a module may live: from the importing file's package (relative imports), or from
+    the file's folder, the tree's root and its ``src/`` (absolute ones)."""
+    parts = PurePosixPath(*dotted.split("."))
+    if level:
+        base = folder
+        for _ in range(level - 1):
+            base = base.parent
+        return [base / parts]
+    return [folder / parts, parts, PurePosixPath("src") / parts]
 
 
 def tree_folder(root: Path, case: Case, side: str) -> Path:
@@ -227,8 +293,11 @@ def extract(cases: Sequence[Case], mirrors: Path, root: Path, scope: str) -> Non
             for case in repo_cases:
                 for side, commit in (("before", case.parent), ("after", case.commit)):
                     paths = (
-                        extractor.package_of(commit, case.path) if scope == "dir" else [case.path]
+                        extractor.package_of(commit, case.path) if scope != "file" else [case.path]
                     )
+                    if scope == "imports":
+                        source = extractor.read(commit, case.path) or b""
+                        paths += imported_files(extractor.listing(commit), case.path, source)
                     for path in paths:
                         if (commit, path) in done:
                             continue
@@ -256,18 +325,14 @@ def lint(tree: Path, jobs: Optional[int]) -> dict[Path, list[dict[str, object]]]
         raise SystemExit(f"devlint failed on {tree}: {completed.stderr.strip()}")
     findings: dict[Path, list[dict[str, object]]] = defaultdict(list)
     for run in json.loads(completed.stdout)["runs"]:
-        bases = {
-            name: base["uri"] for name, base in run.get("originalUriBaseIds", {}).items()
-        }
+        bases = {name: base["uri"] for name, base in run.get("originalUriBaseIds", {}).items()}
         for result in run["results"]:
             path, finding = sarif_finding(result, bases)
             findings[path].append(finding)
     return findings
 
 
-def sarif_finding(
-    result: dict[str, Any], bases: dict[str, str]
-) -> tuple[Path, dict[str, object]]:
+def sarif_finding(result: dict[str, Any], bases: dict[str, str]) -> tuple[Path, dict[str, object]]:
     """One SARIF result as the scorer reads a finding: its code, its rows, the rows it cites."""
     physical = result["locations"][0]["physicalLocation"]
     artifact = physical["artifactLocation"]
@@ -360,7 +425,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--cases", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--mirrors", type=Path, default=DEFAULT_MIRRORS)
     parser.add_argument("--repo", action="append", default=[])
-    parser.add_argument("--scope", choices=("dir", "file"), default="dir")
+    parser.add_argument("--scope", choices=("dir", "imports", "file"), default="dir")
     parser.add_argument("--jobs", type=int, default=None)
     parser.add_argument("--misses", type=int, default=60, help="how many misses to list")
     parser.add_argument("--json", type=Path, help="also write each case's outcome here")

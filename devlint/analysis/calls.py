@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Optional, Union
 
 from devlint.analysis.contexts import argument_node
-from devlint.analysis.imported import imported_attribute, imported_value
+from devlint.analysis.imported import followed_argument, imported_attribute, imported_value
 from devlint.analysis.loops import LoopFrame, PathCounts, first_iteration_value
 from devlint.analysis.names import ImportMap
 from devlint.analysis.parameters import TENSOR_ONLY_ATTRIBUTES, changed_parameters
@@ -89,6 +89,16 @@ _TENSOR_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data", "real", "imag", "g
 _TEXT_KEY = re.compile(
     r"prompt|text|caption|path|file|name|url|sentence|string|question|answer|title|^ids?$|_id$"
 )
+
+
+def _followed_value(argument: Value) -> Value:
+    """What a function returning on its argument's device gives back: a tensor where the
+    argument is one, placed where it is (a number passed gives a number)."""
+    if argument.kind is Kind.TENSOR:
+        return Value(Kind.TENSOR, argument.placement, scalar=argument.scalar)
+    if argument.kind is Kind.SCALAR:
+        return argument
+    return UNKNOWN
 
 
 def _operands(arguments: Sequence[Value]) -> list[Value]:
@@ -462,9 +472,13 @@ class CallEvaluator:
         qualified = self.names.resolve(dotted)
         value: Value
         imported = imported_value(self.project, node) if self.project is not None else None
+        followed = followed_argument(self.project, node) if self.project is not None else None
         if imported is not None:
             self._arguments(node, env, unit)  # a class or function of another project file
             value = imported
+        elif followed is not None:
+            arguments = self._arguments(node, env, unit)
+            value = _followed_value(arguments[call_arguments(node).index(followed)])
         elif qualified is not None:
             arguments = self._arguments(node, env, unit)
             value = self._torch_call(node, qualified, arguments, env, unit)

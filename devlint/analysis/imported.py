@@ -1,7 +1,8 @@
 """What the device flow learns from the summaries of imported project files.
 
 A call of an imported project class or function evaluates to what its summary says (a module
-or a tensor made on the CPU); a call of an imported function that hands one of its arguments
+or a tensor made on the CPU, or the value of the argument whose device its result stays on); a
+call of an imported function that hands one of its arguments
 to another (`score(net, x)` where `score` calls `net(x)`), or combines it with another in one
 operation (`blend(x, noise)` where `blend` adds them), pairs those arguments, so that a rule
 can check them as if the call were written in the caller's file.
@@ -41,6 +42,16 @@ def imported_value(view: ProjectView, node: ast.Call) -> Optional[Value]:
         evidence = f"a module returned on the CPU by {_shown(found)}"
         return Value(Kind.MODULE, Placement(Where.CPU, evidence=evidence, origin=node))
     return None
+
+
+def followed_argument(view: ProjectView, node: ast.Call) -> Optional[ast.expr]:
+    """The argument whose device a call of an imported function returns its result on
+    (`db_to_amplitude(snr)`, where the function computes `10 ** (x / 20)`)."""
+    bound = _bound_arguments(view, node, "follows")
+    if bound is None:
+        return None
+    found, passed = bound
+    return passed.get(found.facts["follows"])
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,9 @@ summary did not change does not invalidate the files that import it.
   a module made on the CPU), which parameters it passes to a call of another parameter
   (``def score(net, x): return net(x)``: ``x`` runs where ``net`` lives), and which pairs of
   parameters one operation combines (``def blend(a, b): return a * 0.5 + b * 0.5``: ``a`` and
-  ``b`` must share a device), in a function that never looks at or changes a device.
+  ``b`` must share a device), and which parameter's device the result stays on
+  (``def db_to_amplitude(x): return 10 ** (x / 20)``), in a function that never looks at or
+  changes a device.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ Summary = dict[str, Any]
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # Reads of a tensor's device: code that reads one may align its operands itself.
 _DEVICE_AWARE = frozenset({"device", "is_cuda", "get_device", "type_as", "type"})
-FORMAT = 2
+FORMAT = 3
 
 
 def summary_digest(summary: Summary) -> str:
@@ -201,6 +203,7 @@ class _Summariser:
             "returns": result,
             "feeds": _feeds(calls, {*parameters, *keywords} - assigned),
             "mixes": _mixes(node, {*parameters, *keywords} - assigned, self.qualified),
+            "follows": _follows(node, returns, {*parameters, *keywords} - assigned),
         }
 
 
@@ -237,6 +240,24 @@ def _mixes(
                     line = node.lineno  # type: ignore[attr-defined]
                     found[pair] = min(line, found.get(pair, line))
     return sorted([first, second, line] for (first, second), line in found.items())
+
+
+def _follows(
+    function: FunctionNode, returns: list[Optional[ast.expr]], usable: set[str]
+) -> Optional[str]:
+    """The parameter whose device every returned tensor stays on (`def db_to_amplitude(x):
+    return 10 ** (x / 20)`), in a function that neither reads nor moves a device; else None."""
+    if not returns or any(value is None for value in returns):
+        return None
+    nodes = list(_own_nodes(function))
+    if any(_handles_devices(node) for node in nodes):
+        return None
+    aliases = _parameter_aliases(nodes, usable)
+    followed = {frozenset(_parameters_in(value, aliases)) for value in returns if value}
+    if len(followed) != 1:
+        return None
+    (parameters,) = followed
+    return next(iter(parameters)) if len(parameters) == 1 else None
 
 
 def _handles_devices(node: ast.AST) -> bool:

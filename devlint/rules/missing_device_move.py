@@ -190,6 +190,16 @@ class MissingDeviceMove(FlowRule):
     )
     INVALID = (
         Invalid(
+            # each tensor unpacked from an input of `forward` follows the module's device
+            "import torch\nfrom torch import nn\nclass AddNoise(nn.Module):\n"
+            "    def forward(self, inputs):\n        clean, lengths = inputs\n"
+            "        noise = torch.rand(4, 1)\n        return clean * noise",
+            6,
+            17,
+            "`torch.rand(4, 1)` creates a tensor on the CPU inside `forward` that is combined "
+            "with `clean` at line 7",
+        ),
+        Invalid(
             # the helper writes another container's items: the batch stays where it was
             "import torch\nfrom torch import nn\nfrom torch.utils.data import DataLoader\n"
             "def log(batch, stats):\n    for key in batch:\n"
