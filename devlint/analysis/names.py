@@ -51,6 +51,7 @@ class ImportMap:
 
     def __init__(self) -> None:
         self._bindings: dict[str, str] = {}
+        self._star_imported = False
 
     def add_import(self, node: cst.Import) -> None:
         for alias in node.names:
@@ -62,11 +63,19 @@ class ImportMap:
                 self._bindings[top] = top
 
     def add_import_from(self, node: cst.ImportFrom) -> None:
+        if isinstance(node.names, cst.ImportStar):
+            self._add_star_import()
         for alias, qualified in names_imported_from(node):
             local = _module_path(alias.name)
             if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
                 local = alias.asname.name.value
             self._bindings[local] = qualified
+
+    def _add_star_import(self) -> None:
+        # `from models.common import *` where that module imports torch: code of this file
+        # that writes `torch.load(...)` can only mean the torch package. Read, never written
+        # by a fix: where the file itself never writes `torch`, that module may not export it.
+        self._star_imported = True
 
     def add_statements(self, body: Iterable[cst.CSTNode]) -> None:
         """Record the imports among module-level statements, looking inside if/try/with."""
@@ -89,6 +98,8 @@ class ImportMap:
                 else:
                     top = alias.name.split(".", 1)[0]
                     self._bindings[top] = top
+        elif any(alias.name == "*" for alias in node.names):
+            self._add_star_import()
         elif not node.level and node.module is not None:
             for alias in node.names:
                 if alias.name != "*":
@@ -121,6 +132,8 @@ class ImportMap:
             return None
         head, _, rest = dotted.partition(".")
         bound = self._bindings.get(head)
+        if bound is None and head == "torch" and self._star_imported:
+            bound = "torch"
         if bound is None:
             return None
         return f"{bound}.{rest}" if rest else bound

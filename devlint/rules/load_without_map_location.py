@@ -228,6 +228,8 @@ class LoadWithoutMapLocation(Rule):
             fixed="import torch\nstate = torch.load('ckpt.pt', map_location=\"cpu\")",
         ),
         Invalid("from torch import load as restore\nstate = restore('c.pt')", 2, 9),
+        # torch through a star import of a project module: `torch.load` is torch's
+        Invalid("from models.common import *\nmodel = torch.load(w)['model']", 2, 9),
         Invalid(
             "from torch import load\nstate = load(f)",
             2,
