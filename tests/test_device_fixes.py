@@ -290,3 +290,16 @@ def test_the_definition_follows_an_import_of_torch_below_the_docstring() -> None
     assert fixed == source.replace(
         "import torch\n", f"import torch\n\ndevice = {CUDA_OR_CPU}\n"
     ).replace('device="cuda"', "device=device")
+
+
+def test_a_star_import_lets_the_rules_read_torch_but_no_fix_write_it() -> None:
+    # `from utils import *` may or may not export torch: findings read `torch.X` as torch's,
+    # a fix never writes `torch` into a file that does not import it itself.
+    source = b'from utils import *\nmodel = build().to("cuda:0")\n'
+    outcome = fix_source("m.py", source, RuleSet({"DEV001", "DEV008"}), unsafe=True)
+    assert outcome.applied == 0
+    assert [finding.code for finding in outcome.result.findings] == ["DEV001"]
+    loads = lint_source(
+        "m.py", b"from utils import *\nstate = torch.load(path)\n", RuleSet({"DEV008"})
+    )
+    assert [finding.code for finding in loads.findings] == ["DEV008"]
