@@ -91,6 +91,10 @@ _TEXT_KEY = re.compile(
 )
 
 
+# The tensors a torch layer holds under these names (a layer built with `bias=False` holds None).
+_LAYER_TENSORS = frozenset({"weight", "bias", "running_mean", "running_var"})
+
+
 def _followed_value(argument: Value) -> Value:
     """What a function returning on its argument's device gives back: a tensor where the
     argument is one, placed where it is (a number passed gives a number)."""
@@ -270,6 +274,10 @@ class CallEvaluator:
             return Value(Kind.DEVICE_OBJECT, base.placement)
         if attribute == "device" and base.kind is Kind.MODULE and base.where is Where.INPUT:
             return Value(Kind.DEVICE_OBJECT, base.placement)  # Lightning's `self.device`
+        if base.kind is Kind.MODULE and base.where is Where.INPUT:
+            layer = self._layer_attribute(node, unit)
+            if layer is not None:
+                return layer
         registered = unit.tensors.get(attribute) if base.kind is Kind.MODULE else None
         if registered is not None and type(node.value) is ast.Name and node.value.id == "self":
             # `self.inv_freq`, a registered buffer: `.to()` moves it with the module
@@ -280,6 +288,24 @@ class CallEvaluator:
         if self.project is not None and base.kind is Kind.MODULE and base.where is Where.DEVICE:
             return imported_attribute(self.project, node) or UNKNOWN  # `net.mask`, left behind
         return UNKNOWN
+
+    def _layer_attribute(self, node: ast.Attribute, unit: Unit) -> Optional[Value]:
+        """Inside the module's code: `self.linear`, a torch layer `__init__` made (which `.to()`
+        moves with the module), and its `weight` or `bias`, on the module's device."""
+        owner = node.value
+        if type(owner) is ast.Name and owner.id == "self" and node.attr in unit.submodules:
+            evidence = f"`self.{node.attr}`, a layer of the module"
+            return Value(Kind.MODULE, Placement(Where.INPUT, evidence=evidence))
+        if (
+            node.attr in _LAYER_TENSORS
+            and type(owner) is ast.Attribute
+            and type(owner.value) is ast.Name
+            and owner.value.id == "self"
+            and owner.attr in unit.submodules
+        ):
+            evidence = f"`self.{owner.attr}.{node.attr}`, a parameter of the module"
+            return Value(Kind.TENSOR, Placement(Where.INPUT, evidence=evidence))
+        return None
 
     def _constant(self, node: ast.Constant, env: Env, unit: Unit) -> Value:
         value = node.value

@@ -317,6 +317,7 @@ class DeviceFlow(CallContexts):
                 qualified = self.names.qualified_syntax_name(value.func) or ""
                 if (
                     is_torch_nn_class(qualified)
+                    and qualified.rpartition(".")[2] not in _TENSOR_CLASSES
                     and not is_parameterless_class(qualified)
                     and not is_loss_class(qualified)
                     and qualified not in WRAPPER_MODULES
@@ -722,6 +723,12 @@ def _replace(env: Env, merged: Optional[Env]) -> bool:
     env.clear()
     env.update(merged)
     return True
+
+
+# torch.nn classes that are tensors, not layers: `self.scale = nn.Parameter(...)`.
+_TENSOR_CLASSES = frozenset(
+    {"Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer"}
+)
 
 
 def _unpacked(value: Value, index: int, count: int) -> Value:

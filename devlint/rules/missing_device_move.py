@@ -190,6 +190,17 @@ class MissingDeviceMove(FlowRule):
     )
     INVALID = (
         Invalid(
+            # a layer's weight moves with the module
+            "import torch\nfrom torch import nn\nclass Tied(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n"
+            "        self.proj = nn.Linear(3, 3)\n"
+            "    def forward(self, x):\n        w = self.proj.weight\n"
+            "        return x @ (torch.eye(3) + w)",
+            9,
+            21,
+            "(`self.proj.weight`, a parameter of the module)",
+        ),
+        Invalid(
             # each tensor unpacked from an input of `forward` follows the module's device
             "import torch\nfrom torch import nn\nclass AddNoise(nn.Module):\n"
             "    def forward(self, inputs):\n        clean, lengths = inputs\n"

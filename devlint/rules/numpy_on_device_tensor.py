@@ -128,6 +128,22 @@ class NumpyOnDeviceTensor(FlowRule):
         "m = np.mean(rnn(x))",
     )
     INVALID = (
+        Invalid(
+            # a torch layer's weight, in the module's code, lives where the module was moved
+            "import torch\nfrom torch import nn\nclass Tagger(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n"
+            "        self.crf = nn.Linear(3, 3)\n"
+            "    def forward(self, x):\n        x = x.to(self.crf.weight.device)\n"
+            "        return x, self.crf.weight.detach().numpy()",
+            9,
+            19,
+            "(`self.crf.weight`, a parameter of the module)",
+            fixed="import torch\nfrom torch import nn\nclass Tagger(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n"
+            "        self.crf = nn.Linear(3, 3)\n"
+            "    def forward(self, x):\n        x = x.to(self.crf.weight.device)\n"
+            "        return x, self.crf.weight.detach().cpu().numpy()",
+        ),
         # one call passes a tensor on a device: the typed parameter keeps its contract
         Invalid(
             "import torch\ndef show(t: torch.Tensor):\n    return t.numpy()\n"
