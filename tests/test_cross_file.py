@@ -306,6 +306,33 @@ def db_to_amplitude(db):
 
 def pair(a, b):
     return a, b
+
+
+def total(x):
+    return x.sum()
+
+
+def first(x):
+    return x[0]
+
+
+def rows(x):
+    k = x[:, 1:]
+    j = k.float()
+    i = j.abs()
+    return i
+
+
+def same(a, b):
+    return a is b or a in b
+
+
+def chunks(x):
+    yield x.float()
+
+
+def add3(a, b, c):
+    return a + b + c
 """
 
 
@@ -321,6 +348,12 @@ def test_summaries_name_the_parameters_one_operation_combines() -> None:
     assert functions["blend"]["follows"] is None  # on the devices of three parameters
     assert functions["aligned"]["follows"] is None  # it moves a tensor
     assert functions["pair"]["follows"] is None  # a tuple
+    # a reduction or an item may be 0-dim, which mixes with any device: no evidence
+    assert functions["total"]["follows"] is None
+    assert functions["first"]["follows"] is None
+    assert functions["rows"]["follows"] == "x"  # slices, through three locals
+    assert functions["same"]["mixes"] == []  # identity and membership compare no elements
+    assert functions["chunks"]["follows"] is None  # a generator
 
 
 def _lint_beside_mixing(tmp_path: Path, name: str, text: str) -> RunSummary:
@@ -364,3 +397,14 @@ def test_a_helper_of_another_file_returns_on_its_arguments_device(tmp_path: Path
     )
     assert _found(summary) == [("noise.py", "DEV005", 8, 15)]
     assert "combined with `waveform` at line 11" in summary.findings[0].message
+
+
+def test_an_argument_meeting_two_others_is_reported_once(tmp_path: Path) -> None:
+    summary = _lint_beside_mixing(
+        tmp_path,
+        "sums.py",
+        "import numpy as np\nimport torch\nfrom torch import nn\nfrom mixing import add3\n\n\n"
+        "class Sum(nn.Module):\n    def forward(self, x, y):\n"
+        "        counts = torch.from_numpy(np.zeros(3))\n        return add3(counts, x, y)\n",
+    )
+    assert _found(summary) == [("sums.py", "DEV005", 10, 21)]

@@ -57,6 +57,10 @@ def test_every_invalid_example_passes_its_rules_prefilter(rule: type[Rule]) -> N
         (prefilter.TORCH_LOAD, "state = torch.load (path)"),
         (prefilter.TORCH_LOAD, "import numpy as np, torch as th\nstate = th.load(path)"),
         (prefilter.TORCH_LOAD, "from torch import (\n    save,\n    load as restore,\n)"),
+        (prefilter.TORCH_LOAD, "from torch import (  # c\n    load,\n)"),
+        (prefilter.TORCH_LOAD, "from  torch import \\\n    load"),
+        (prefilter.TORCH_LOAD, "state = torch \\\n    .load(path)"),
+        (prefilter.TORCH_LOAD, "state = (torch\n    .load)(path)"),
     ],
 )
 def test_text_tests_accept_unusual_spellings(test: prefilter.TextTest, text: str) -> None:
@@ -70,6 +74,7 @@ def test_text_tests_accept_unusual_spellings(test: prefilter.TextTest, text: str
         (prefilter.CPU_TENSOR_SOURCE, "import os\nfor i in range(3):\n    print(i)"),
         (prefilter.SELF_FACTORY_ASSIGNMENT, "self.scale = scale\nimport numpy as np"),
         (prefilter.TORCH_LOAD, "import json, torch\nstate = json.load(f)\nt = torch.ones(2)"),
+        (prefilter.TORCH_LOAD, "from torch import nn\nimport json\nstate = json.load(f)"),
     ],
 )
 def test_text_tests_reject_files_without_the_words(test: prefilter.TextTest, text: str) -> None:

@@ -18,7 +18,8 @@ gathers the evidence a file holds about one load:
   scaler's ``load_state_dict`` (``scheduler.load_state_dict(torch.load(...))``): their states
   hold Python numbers.
 - **Safe, a dataset's data**: a dataset class (`ExpertDataset`, a `torch.utils.data.Dataset`)
-  loads a file that shows no checkpoint: its items go through a DataLoader, on the CPU.
+  loads a file that shows no checkpoint and is not used as a whole model (called, `.eval()`):
+  its tensors feed a DataLoader, which prepares them on the CPU.
 - **A checkpoint**: the result reaches ``load_state_dict``, is read with a ``"model"``,
   ``"optimizer"`` or ``"state_dict"`` key, or the file saves the path from a state dict or
   from values a device-moving function made.
@@ -39,7 +40,6 @@ import libcst as cst
 
 from devlint.analysis.devices import argument, string_value
 from devlint.analysis.names import ImportMap, dotted_name
-from devlint.analysis.parameters import prepares_data
 from devlint.traversal import child_nodes, descendants
 
 Scope = Union[cst.Module, cst.FunctionDef]
@@ -56,6 +56,11 @@ _RNG_SETTER_METHODS = frozenset({"set_rng_state", "set_rng_state_all"})
 _RNG_SETTERS = frozenset({"random.setstate", "np.random.set_state", "numpy.random.set_state"})
 # Calls that show a value may live on a device, or a function that moves things to one.
 _DEVICE_METHODS = frozenset({"cuda", "to", "state_dict", "parameters", "named_parameters"})
+# Methods only a module has: a loaded object given one is a whole model, not data.
+_MODEL_METHODS = frozenset(
+    {"eval", "train", "forward", "parameters", "named_parameters", "modules", "children",
+     "named_modules", "state_dict", "load_state_dict", "zero_grad"}
+)  # fmt: skip
 # Wrappers a path or buffer passes through on its way into `torch.save`/`torch.load`.
 _BUFFER_METHODS = frozenset({"getvalue", "getbuffer", "read", "read_bytes"})
 # Names that mean the same in every function: `open`, `str`, and `self`/`cls` (one object).
@@ -355,10 +360,32 @@ class CheckpointEvidence:
                 and not _from_caller(value, saving_scope)
             ):
                 return LoadEvidence(safe="saved by this file from CPU values")
-        if checkpoint is None and prepares_data(classes):
-            # A dataset's items go through a DataLoader, which prepares them on the CPU.
+        if checkpoint is None and _is_dataset(classes) and not self._used_as_model(load, statement):
+            # A dataset's tensors feed a DataLoader, which prepares them on the CPU.
             return LoadEvidence(safe="a dataset's data file: its loader reads CPU tensors")
         return LoadEvidence(checkpoint=checkpoint)
+
+    def _used_as_model(self, load: cst.Call, statement: Optional[cst.CSTNode]) -> bool:
+        """Whether what ``load`` returns is used as a whole model: called, or given a module's
+        method (`torch.load(p).eval()`, `self.encoder = torch.load(p)` then `self.encoder(x)`)."""
+        loaded = _assigned_name(statement, load) if statement is not None else None
+        where = self._module if loaded is not None else statement
+        if where is None:
+            return False
+
+        def is_loaded(node: cst.BaseExpression) -> bool:
+            return node is load or (loaded is not None and dotted_name(node) == loaded)
+
+        for node in descendants(where):
+            if type(node) is not cst.Call:
+                continue
+            func = node.func
+            if is_loaded(func):
+                return True
+            method = func.attr.value if isinstance(func, cst.Attribute) else None
+            if method in _MODEL_METHODS and is_loaded(cast(cst.Attribute, func).value):
+                return True
+        return False
 
     def _temporary(self, path: cst.BaseExpression, scope: Scope) -> bool:
         """Whether ``path`` is built from a temporary directory or file ``scope`` made, directly
@@ -536,6 +563,11 @@ class CheckpointEvidence:
                 if key is not None and CHECKPOINT_KEY.search(key):
                     return f'the result is read with the checkpoint key "{key}"'
         return None
+
+
+def _is_dataset(classes: Sequence[str]) -> bool:
+    """A dataset class, by its own name or a base's (`ExpertDataset`, `data.Dataset`)."""
+    return any(name.rpartition(".")[2].endswith("Dataset") for name in classes)
 
 
 def _tensorless_receiver(call: cst.Call) -> Optional[str]:

@@ -736,8 +736,6 @@ def _unpacked(value: Value, index: int, count: int) -> Value:
         return value.elements[index]
     if value.kind is Kind.BATCH:
         return Value(Kind.TENSOR, value.placement)
-    if value.item is None and value.kind is Kind.UNKNOWN and value.where is Where.INPUT:
-        return value  # `clean, lengths = inputs` in `forward`: each follows the module's device
     return UNKNOWN if value.item is None else value.item
 
 

@@ -125,14 +125,11 @@ def runs_on_cpu_by_design(function: FunctionNode, classes: Iterable[str]) -> boo
     name = function.name
     if name in _CPU_BY_DESIGN_METHODS or "collat" in name.lower():
         return True
-    return prepares_data(classes)
+    return any(_prepares_data(base.rpartition(".")[2]) for base in classes)
 
 
-def prepares_data(classes: Iterable[str]) -> bool:
-    """Whether a class, by its own name or its bases' (`ExpertDataset`,
-    `torch.utils.data.Dataset`, `DataCollatorWithPadding`), prepares CPU data for a loader."""
-    names = [name.rpartition(".")[2] for name in classes]
-    return any(name.endswith("Dataset") or "Collat" in name for name in names)
+def _prepares_data(class_name: str) -> bool:
+    return class_name.endswith("Dataset") or "Collat" in class_name
 
 
 def is_test_module(path: str) -> bool:
@@ -213,8 +210,9 @@ _MUTATING_METHODS = frozenset(
 
 def changed_parameters(function: FunctionNode) -> frozenset[str]:
     """The parameters holding a dict or a list that ``function`` changes in place: an item
-    assigned or deleted by name (`batch["x"] = batch["x"].cuda()`) or by a key drawn from the
-    container itself (`for key in batch: batch[key] = ...`), or a mutating method called
+    assigned or deleted by name (`batch["x"] = batch["x"].cuda()`), by a key drawn from the
+    container itself (`for key in batch: batch[key] = ...`), or replaced by what it is turned
+    into (`batch[key] = batch[key].cuda()`, whatever `key` is), or a mutating method called
     (`batch.update(...)`). (A tensor's items, `x[mask] = 0`, change no device.)"""
     arguments = function.args
     names = {p.arg for p in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)}
@@ -230,7 +228,7 @@ def changed_parameters(function: FunctionNode) -> frozenset[str]:
         for target in targets:
             if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
                 container = target.value.id
-                if _names_an_item(target.slice, container, keys):
+                if _names_an_item(target.slice, container, keys) or _rewrites_item(node, target):
                     changed.add(container)
         if (
             isinstance(node, ast.Call)
@@ -246,6 +244,17 @@ def _names_an_item(index: ast.expr, container: str, keys: set[tuple[str, str]]) 
     if isinstance(index, ast.Constant):
         return isinstance(index.value, str)
     return isinstance(index, ast.Name) and (index.id, container) in keys
+
+
+def _rewrites_item(statement: ast.AST, target: ast.Subscript) -> bool:
+    """`batch[key] = batch[key].cuda()`: an item replaced by what it is turned into."""
+    if not isinstance(statement, ast.Assign):
+        return False
+    written = ast.dump(target, include_attributes=False).replace("Store()", "Load()")
+    return any(
+        isinstance(node, ast.Subscript) and ast.dump(node, include_attributes=False) == written
+        for node in ast.walk(statement.value)
+    )
 
 
 def _container_keys(function: FunctionNode) -> set[tuple[str, str]]:
@@ -281,6 +290,8 @@ def _keys_drawn(iterable: ast.expr) -> Optional[tuple[str, bool]]:
     if not isinstance(function, ast.Name) or len(iterable.args) != 1:
         return None
     argument = iterable.args[0]
+    if function.id in ("list", "tuple", "sorted"):
+        return _keys_drawn(argument)  # `for key in list(batch.keys())`
     if function.id == "enumerate" and isinstance(argument, ast.Name):
         return argument.id, True
     if (

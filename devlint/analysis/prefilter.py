@@ -140,19 +140,45 @@ SELF_FACTORY_ASSIGNMENT = _SelfFactoryAssignment()
 
 
 class _TorchLoad:
-    """Where `torch.load` can be called: written out (`torch.load(`), through an alias of torch
-    (`import torch as th`, then `th.load(`), or imported by name (`from torch import load`).
-    Not `json.load(` or `pickle.load(` alone: most files with a `load(` never call torch's."""
+    """Where `torch.load` can be called: written out (`torch.load(`, spaced or continued over
+    lines), through an alias of torch (`import torch as th`, then `th.load(`), or imported from
+    torch by name (`from torch import load`). Not `json.load(` or `pickle.load(` alone: most
+    files with a `load(` never call torch's. (Every regex here starts with a literal.)"""
 
-    _alias = re.compile(r"\btorch\s+as\s+(\w+)")
-    _imported = re.compile(r"from\s+torch\s+import\s*\(?[\w\s,]*\bload\b")
+    _written = re.compile(r"torch[\s\\]*\.[\s\\]*load\b")
+    _alias = re.compile(r"torch\s+as\s+(\w+)")
+    _from_torch = re.compile(r"from\s+torch\s+import\b")
+    _load = re.compile(r"\bload\b")
 
     def search(self, text: str) -> bool:
-        if "torch.load" in text:
+        if "torch" not in text:
+            return False
+        if self._written.search(text):
             return True
-        if any(f"{alias}.load" in text for alias in self._alias.findall(text)):
-            return True
-        return "from torch" in text and bool(self._imported.search(text))
+        for alias in self._alias.findall(text):
+            if re.search(rf"\b{alias}[\s\\]*\.[\s\\]*load\b", text):
+                return True
+        return any(
+            self._load.search(_statement_from(text, found.end()))
+            for found in self._from_torch.finditer(text)
+        )
+
+
+def _statement_from(text: str, start: int) -> str:
+    """The rest of the statement from ``start``: to its closing parenthesis, or to the end of
+    its line and of the lines a backslash continues it over."""
+    rest = text[start:].lstrip(" \t")
+    if rest.startswith("("):
+        close = rest.find(")")
+        return rest if close < 0 else rest[:close]
+    end = 0
+    while True:
+        newline = rest.find("\n", end)
+        if newline < 0:
+            return rest
+        if not rest[:newline].rstrip(" \t").endswith("\\"):
+            return rest[:newline]
+        end = newline + 1
 
 
 TORCH_LOAD = _TorchLoad()

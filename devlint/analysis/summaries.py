@@ -34,6 +34,7 @@ from devlint.analysis.torch_api import (
     MODULE_BASES,
     OPERAND_METHODS,
     PLACEMENT_KEEPING_METHODS,
+    REDUCTIONS,
     SCALAR_CAPABLE_FACTORIES,
     is_parameterless_class,
     is_torch_nn_class,
@@ -41,6 +42,8 @@ from devlint.analysis.torch_api import (
 
 Summary = dict[str, Any]
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_ELEMENTWISE_COMPARISONS = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+_SUSPENDING = (ast.Yield, ast.YieldFrom, ast.Await)
 # Reads of a tensor's device: code that reads one may align its operands itself.
 _DEVICE_AWARE = frozenset({"device", "is_cuda", "get_device", "type_as", "type"})
 FORMAT = 3
@@ -249,9 +252,11 @@ def _follows(
     return 10 ** (x / 20)`), in a function that neither reads nor moves a device; else None."""
     if not returns or any(value is None for value in returns):
         return None
+    if isinstance(function, ast.AsyncFunctionDef):
+        return None  # its call returns a coroutine
     nodes = list(_own_nodes(function))
-    if any(_handles_devices(node) for node in nodes):
-        return None
+    if any(_handles_devices(node) or isinstance(node, _SUSPENDING) for node in nodes):
+        return None  # a generator's call returns a generator
     aliases = _parameter_aliases(nodes, usable)
     followed = {frozenset(_parameters_in(value, aliases)) for value in returns if value}
     if len(followed) != 1:
@@ -277,27 +282,36 @@ def _parameter_aliases(nodes: list[ast.AST], usable: set[str]) -> dict[str, str]
                 stores.setdefault(target.id, []).append(node.value)
         elif isinstance(node, ast.Name) and type(node.ctx) is not ast.Load:
             stores.setdefault(node.id, []).append(node)  # any other binding: never an alias
-    for _ in range(2):  # twice: a local assigned from one assigned later in the walk
+    changed = True
+    while changed:  # until no alias is added: a local may come from one found later
+        changed = False
         for name, values in stores.items():
-            if name in usable or len(values) != 2:  # the Assign and its target's Name
+            if name in usable or name in aliases or len(values) != 2:  # the Assign, its Name
                 continue
             roots = _parameters_in(values[0], aliases)
             if len(roots) == 1:
                 aliases[name] = roots.pop()
+                changed = True
     return aliases
 
 
 def _parameters_in(node: ast.expr, aliases: dict[str, str]) -> set[str]:
-    """The parameters whose tensors ``node`` holds, through steps that keep their devices:
-    methods (`x.float().unsqueeze(1)`), indexing, a sign, arithmetic (`a * w + 0.5`)."""
+    """The parameters whose tensors ``node`` holds, through steps that keep their devices and
+    never leave a 0-dim tensor (which mixes with any device): methods (`x.float()`), slices
+    (`x[:, 1:]`), a sign, arithmetic (`a * w + 0.5`); not `x.sum()` or `x[0]`."""
     while True:
         if isinstance(node, ast.Name):
             return {aliases[node.id]} if node.id in aliases else set()
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            if node.func.attr not in PLACEMENT_KEEPING_METHODS:
+            method = node.func.attr
+            if method not in PLACEMENT_KEEPING_METHODS or (
+                method in REDUCTIONS and not (node.args or node.keywords)
+            ):
                 return set()
             node = node.func.value
         elif isinstance(node, ast.Subscript):
+            if not _slices_only(node.slice):
+                return set()
             node = node.value
         elif isinstance(node, ast.UnaryOp):
             node = node.operand
@@ -307,12 +321,24 @@ def _parameters_in(node: ast.expr, aliases: dict[str, str]) -> set[str]:
             return set()
 
 
+def _slices_only(index: ast.expr) -> bool:
+    parts = index.elts if isinstance(index, ast.Tuple) else [index]
+    return all(
+        isinstance(part, ast.Slice)
+        or (isinstance(part, ast.Constant) and (part.value is None or part.value is Ellipsis))
+        for part in parts
+    )
+
+
 def _operands(node: ast.AST, qualified: Callable[[ast.AST], str]) -> list[ast.expr]:
     """The tensors one operation needs on one device."""
     if isinstance(node, ast.BinOp):
         return [node.left, node.right]
     if isinstance(node, ast.Compare):
-        return [node.left, *node.comparators]
+        # `a is b` and `a in b` compare no values elementwise
+        if all(isinstance(op, _ELEMENTWISE_COMPARISONS) for op in node.ops):
+            return [node.left, *node.comparators]
+        return []
     if not isinstance(node, ast.Call):
         return []
     function = node.func

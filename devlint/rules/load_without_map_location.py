@@ -41,8 +41,9 @@ class LoadWithoutMapLocation(Rule):
       with `Dataset`) loads a file that shows no checkpoint:
       `self.trajectories = torch.load(file_name)` in an `ExpertDataset`. A
       dataset's items go through a DataLoader, which prepares them on the CPU.
-      A dataset that loads weights (`self.encoder.load_state_dict(...)`) still
-      loads a checkpoint.
+      A dataset that loads weights (`self.encoder.load_state_dict(...)`) or a
+      whole model (`self.encoder = torch.load(path)`, then `self.encoder.eval()`
+      or `self.encoder(x)`) still loads a checkpoint.
     - **Saved by the same function, before the load** (silent):
       `torch.save(x, buffer)` then `torch.load(buffer)`, a byte-buffer round trip
       (`torch.load(io.BytesIO(buffer.getvalue()))`), a temporary file written
@@ -207,6 +208,14 @@ class LoadWithoutMapLocation(Rule):
             4,
             38,
             "the result goes into `load_state_dict`",
+        ),
+        # ... and so does one that loads a whole model
+        Invalid(
+            "import torch\nclass Features(torch.utils.data.Dataset):\n"
+            "    def __init__(self, path):\n        self.encoder = torch.load(path)\n"
+            "        self.encoder.eval()",
+            4,
+            24,
         ),
         # any object's `set_state`: no random generator's, by its name
         Invalid(

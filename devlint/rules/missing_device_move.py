@@ -93,6 +93,17 @@ class MissingDeviceMove(FlowRule):
         "def to_gpu(batch):\n    for i, _ in enumerate(batch):\n        batch[i] = batch[i].cuda()\n"
         "model = nn.Linear(3, 2).cuda()\nfor batch in DataLoader(ds):\n"
         "    to_gpu(batch)\n    model(batch[0])",
+        # ... or by any key, rewriting each item from itself
+        "import torch\nfrom torch import nn\nfrom torch.utils.data import DataLoader\n"
+        "def to_gpu(batch, keys=('x', 'y')):\n    for key in keys:\n"
+        "        batch[key] = batch[key].cuda()\n"
+        "model = nn.Linear(3, 2).cuda()\nfor batch in DataLoader(ds):\n"
+        "    to_gpu(batch)\n    model(batch['x'])",
+        "import torch\nfrom torch import nn\nfrom torch.utils.data import DataLoader\n"
+        "def to_gpu(batch):\n    for key in list(batch.keys()):\n"
+        "        batch[key] = torch.as_tensor(batch[key]).cuda()\n"
+        "model = nn.Linear(3, 2).cuda()\nfor batch in DataLoader(ds):\n"
+        "    to_gpu(batch)\n    model(batch['x'])",
         "import torch\nfrom torch import nn\nmodel = nn.Linear(3, 2).to(device)\n"
         "x = torch.randn(4, 3).to(device)\nout = model(x)",
         # the helper moves what it is passed; the caller moves it; the accumulator is rebound
@@ -199,16 +210,6 @@ class MissingDeviceMove(FlowRule):
             9,
             21,
             "(`self.proj.weight`, a parameter of the module)",
-        ),
-        Invalid(
-            # each tensor unpacked from an input of `forward` follows the module's device
-            "import torch\nfrom torch import nn\nclass AddNoise(nn.Module):\n"
-            "    def forward(self, inputs):\n        clean, lengths = inputs\n"
-            "        noise = torch.rand(4, 1)\n        return clean * noise",
-            6,
-            17,
-            "`torch.rand(4, 1)` creates a tensor on the CPU inside `forward` that is combined "
-            "with `clean` at line 7",
         ),
         Invalid(
             # the helper writes another container's items: the batch stays where it was
@@ -431,8 +432,9 @@ class MissingDeviceMove(FlowRule):
         if flow.project is not None:
             for feed in fed_modules(flow.project, node):
                 self._check_fed_module(feed)
+            reported: set[ast.expr] = set()
             for mix in mixed_arguments(flow.project, node):
-                self._check_mixed_in_imported(node, mix)
+                self._check_mixed_in_imported(node, mix, reported)
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
         self._check_forward_operation(node)
@@ -525,12 +527,16 @@ class MissingDeviceMove(FlowRule):
             node, passed.argument, passed.value, inner.partner, f"`{inner.function}`", place
         )
 
-    def _check_mixed_in_imported(self, node: ast.Call, mix: Mix) -> None:
-        """`blend(x, torch.randn(4))` where `blend`, in another file, adds its two parameters."""
+    def _check_mixed_in_imported(self, node: ast.Call, mix: Mix, reported: set[ast.expr]) -> None:
+        """`blend(x, torch.randn(4))` where `blend`, in another file, adds its two parameters;
+        ``reported``: the call's arguments already reported (once each, whatever it meets)."""
         flow = self.analysis.flow
         for argument, other in ((mix.first, mix.second), (mix.second, mix.first)):
             value, partner = flow.value_of(argument), flow.value_of(other)
+            if argument in reported:
+                continue
             if value.is_cpu_tensor() and cannot_meet(value, partner):
+                reported.add(argument)
                 self._report_combined(
                     node,
                     argument,
