@@ -40,6 +40,7 @@ from devlint.analysis.parameters import (
     module_tensors_set_in,
     names_on_a_device,
     names_used_as_tensors,
+    numeric_parameters,
     runs_on_cpu_by_design,
     tensor_parameters,
 )
@@ -57,6 +58,7 @@ from devlint.analysis.torch_api import (
 from devlint.analysis.units import ClassFacts, Env, FunctionNode, Unit
 from devlint.analysis.values import (
     NOT_A_TENSOR,
+    SCALAR,
     UNKNOWN,
     Kind,
     Placement,
@@ -142,6 +144,7 @@ class DeviceFlow(CallContexts):
         self._device_source: Optional[bool] = None
         self._call_counts: Optional[Counter[str]] = None
         self._device_reads: dict[FunctionNode, dict[str, ast.Attribute]] = {}
+        self._numeric: dict[FunctionNode, frozenset[str]] = {}  # numbers among parameters
         # Each method's class's methods, which it calls as `self.name(...)`.
         self.sibling_methods: dict[ast.AST, Mapping[str, FunctionNode]] = {}
         self._collect_definitions(module.body)
@@ -381,6 +384,12 @@ class DeviceFlow(CallContexts):
             self._device_source = facts.device_source
         return self._device_source
 
+    def _numbers_of(self, function: FunctionNode) -> frozenset[str]:
+        numbers = self._numeric.get(function)
+        if numbers is None:
+            numbers = self._numeric[function] = numeric_parameters(function)
+        return numbers
+
     def _bind_parameters(self, function: FunctionNode, unit: Unit, env: Env) -> None:
         params = function.args
         every = [*params.posonlyargs, *params.args, *params.kwonlyargs]
@@ -389,6 +398,8 @@ class DeviceFlow(CallContexts):
             if index == 0 and name in ("self", "cls") and unit.module_class:
                 where = Where.INPUT if unit.forward else Where.UNKNOWN
                 env[name] = Value(Kind.MODULE, Placement(where))
+            elif unit.forward and index > 0 and name in self._numbers_of(function):
+                env[name] = SCALAR  # `forward(self, x, seq_len)`: `torch.arange(seq_len)`
             elif unit.forward and index > 0:
                 env[name] = Value(Kind.UNKNOWN, Placement(Where.INPUT, evidence=f"input `{name}`"))
             elif name in unit.tensor_parameters:

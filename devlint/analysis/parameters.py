@@ -304,3 +304,55 @@ def _keys_drawn(iterable: ast.expr) -> Optional[tuple[str, bool]]:
     ):
         return argument.args[0].id, False
     return None
+
+
+# Factories whose positional arguments are sizes or bounds, never tensors: a name passed there
+# is a number (`torch.arange(seq_len)`), as one passed to `range`.
+_SIZE_FACTORIES = frozenset(
+    "zeros ones empty rand randn randint randperm arange linspace logspace eye full".split()
+)
+_NUMBER_TYPES = frozenset({"int", "float", "bool"})
+_TYPE_WRAPPERS = frozenset({"Optional", "Union", "Tuple", "tuple", "List", "list", "Sequence"})
+
+
+def numeric_parameters(function: FunctionNode) -> frozenset[str]:
+    """Parameters the function shows to be numbers, not tensors: annotated `int`, `float`,
+    `bool` (or tuples of them), defaulting to a number, or used as a size or a bound
+    (`torch.arange(seq_len)`, `range(n)`). `forward(self, x, seq_len)` then leaves `seq_len`
+    out of the module's tensors."""
+    arguments = function.args
+    every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+    found = {p.arg for p in every if p.annotation is not None and _numeric_type(p.annotation)}
+    positional = [*arguments.posonlyargs, *arguments.args]
+    defaults = zip(positional[len(positional) - len(arguments.defaults) :], arguments.defaults)
+    keyword_defaults = zip(arguments.kwonlyargs, arguments.kw_defaults)
+    for parameter, default in (*defaults, *keyword_defaults):
+        if isinstance(default, ast.Constant) and type(default.value) in (int, float):
+            found.add(parameter.arg)
+    names = {p.arg for p in every}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Call) and _takes_sizes(node):
+            for argument in node.args:
+                parts = argument.elts if isinstance(argument, ast.Tuple) else [argument]
+                found.update(part.id for part in parts if isinstance(part, ast.Name))
+    return frozenset(found & names)
+
+
+def _numeric_type(annotation: ast.expr) -> bool:
+    named = [node.id for node in ast.walk(annotation) if isinstance(node, ast.Name)]
+    return (
+        bool(named)
+        and any(name in _NUMBER_TYPES for name in named)
+        and all(name in _NUMBER_TYPES or name in _TYPE_WRAPPERS for name in named)
+    )
+
+
+def _takes_sizes(call: ast.Call) -> bool:
+    function = call.func
+    if isinstance(function, ast.Name):
+        return function.id == "range"
+    return (
+        isinstance(function, ast.Attribute)
+        and function.attr in _SIZE_FACTORIES
+        and dotted_name(function.value) in ("torch", "th")
+    )

@@ -42,6 +42,9 @@ from devlint.analysis.torch_api import (
 
 Summary = dict[str, Any]
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_COMBINING_NAMES = frozenset(
+    {"cat", "stack", "concat", *(name.rpartition(".")[2] for name in COMBINING_FUNCTIONS)}
+)
 _ELEMENTWISE_COMPARISONS = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
 _SUSPENDING = (ast.Yield, ast.YieldFrom, ast.Await)
 # Reads of a tensor's device: code that reads one may align its operands itself.
@@ -186,7 +189,9 @@ class _Summariser:
         returns: list[Optional[ast.expr]] = []
         assigned: set[str] = set()
         calls: list[ast.Call] = []
-        for inner in _own_nodes(node):
+        nodes = list(_own_nodes(node))
+        aligns_devices = False  # it reads or moves a device: it may align its tensors itself
+        for inner in nodes:
             kind = type(inner)
             if kind is ast.Return:
                 returns.append(inner.value)  # type: ignore[attr-defined]
@@ -195,18 +200,22 @@ class _Summariser:
                     assigned.add(inner.id)  # type: ignore[attr-defined]
             elif kind is ast.Call and type(inner.func) is ast.Name:  # type: ignore[attr-defined]
                 calls.append(inner)  # type: ignore[arg-type]
+            elif kind is ast.Attribute or kind is ast.keyword:
+                aligns_devices = aligns_devices or _handles_devices(inner)
         result = None
         if returns and all(self.makes_cpu_tensor(value) for value in returns):
             result = "cpu_tensor"
         elif returns and all(self.makes_module(value) for value in returns):
             result = "cpu_module"
+        usable = {*parameters, *keywords} - assigned
+        aliases = {} if aligns_devices or not usable else _parameter_aliases(nodes, usable)
         return {
             "parameters": parameters,
             "keywords": keywords,
             "returns": result,
-            "feeds": _feeds(calls, {*parameters, *keywords} - assigned),
-            "mixes": _mixes(node, {*parameters, *keywords} - assigned, self.qualified),
-            "follows": _follows(node, returns, {*parameters, *keywords} - assigned),
+            "feeds": _feeds(calls, usable),
+            "mixes": _mixes(nodes, aliases, self.qualified) if len(usable) > 1 else [],
+            "follows": _follows(node, nodes, returns, aliases) if aliases else None,
         }
 
 
@@ -225,16 +234,15 @@ def _feeds(calls: list[ast.Call], usable: set[str]) -> list[list[str]]:
 
 
 def _mixes(
-    function: FunctionNode, usable: set[str], qualified: Callable[[ast.AST], str]
+    nodes: list[ast.AST], aliases: dict[str, str], qualified: Callable[[ast.AST], str]
 ) -> list[list[Any]]:
-    """[first, second, line]: an operation of the function combines tensors that stay where
-    parameters `first` and `second` are (`a * 0.5 + b`, `torch.cat([a, b])`, `a.mm(b)`), at
-    ``line``. None in a function that reads a device or moves a tensor: it may align them."""
-    nodes = list(_own_nodes(function))
-    if any(_handles_devices(node) for node in nodes):
-        return []
-    aliases = _parameter_aliases(nodes, usable)
+    """[first, second, line]: an operation of the function (of ``nodes``) combines tensors that
+    stay where parameters `first` and `second` are (`a * 0.5 + b`, `torch.cat([a, b])`,
+    `a.mm(b)`), at ``line``. ``aliases``: the parameters and the locals standing for one; none
+    in a function that reads a device or moves a tensor, which may align them itself."""
     found: dict[tuple[str, str], int] = {}
+    if not aliases:
+        return []
     for node in nodes:
         operands = [_parameters_in(operand, aliases) for operand in _operands(node, qualified)]
         for index, roots in enumerate(operands):
@@ -246,18 +254,19 @@ def _mixes(
 
 
 def _follows(
-    function: FunctionNode, returns: list[Optional[ast.expr]], usable: set[str]
+    function: FunctionNode,
+    nodes: list[ast.AST],
+    returns: list[Optional[ast.expr]],
+    aliases: dict[str, str],
 ) -> Optional[str]:
     """The parameter whose device every returned tensor stays on (`def db_to_amplitude(x):
-    return 10 ** (x / 20)`), in a function that neither reads nor moves a device; else None."""
+    return 10 ** (x / 20)`); else None. ``aliases`` as for :func:`_mixes`."""
     if not returns or any(value is None for value in returns):
         return None
     if isinstance(function, ast.AsyncFunctionDef):
         return None  # its call returns a coroutine
-    nodes = list(_own_nodes(function))
-    if any(_handles_devices(node) or isinstance(node, _SUSPENDING) for node in nodes):
+    if any(isinstance(node, _SUSPENDING) for node in nodes):
         return None  # a generator's call returns a generator
-    aliases = _parameter_aliases(nodes, usable)
     followed = {frozenset(_parameters_in(value, aliases)) for value in returns if value}
     if len(followed) != 1:
         return None
@@ -342,8 +351,14 @@ def _operands(node: ast.AST, qualified: Callable[[ast.AST], str]) -> list[ast.ex
     if not isinstance(node, ast.Call):
         return []
     function = node.func
-    if isinstance(function, ast.Attribute) and function.attr in OPERAND_METHODS:
-        return [function.value, *node.args]
+    if isinstance(function, ast.Attribute):
+        if function.attr in OPERAND_METHODS:
+            return [function.value, *node.args]
+        last = function.attr
+    else:
+        last = function.id if isinstance(function, ast.Name) else ""
+    if last not in _COMBINING_NAMES:
+        return []  # most calls: no need to build a qualified name
     name = qualified(function)
     if name in ("torch.cat", "torch.stack", "torch.concat") and node.args:
         listed = node.args[0]

@@ -115,6 +115,11 @@ class MissingDeviceMove(FlowRule):
         "    def penalty(self):\n        total = torch.zeros(())\n"
         "        for p in self.parameters():\n            total = total + p.abs().sum()\n"
         "        return total",
+        # numbers among forward's inputs, by annotation, default or use as a size
+        "import torch\nfrom torch import nn\nclass Windows(nn.Module):\n"
+        "    def forward(self, x, H: int, W, scale=0.5):\n"
+        "        rows = torch.arange(H) * W * scale\n        mask = torch.zeros(H, W)\n"
+        "        return x, rows, mask",
         # pyg's `Data.to` moves its attributes
         "import torch\nfrom torch import nn\ndata = Data()\ndata.x = torch.randn(4, 3)\n"
         "data = data.to(device)\nmodel = nn.Linear(3, 2).to(device)\nout = model(data.x)",
