@@ -15,20 +15,22 @@ from devlint.rules.base import FlowRule, Invalid
 class NumpyOnDeviceTensor(FlowRule):
     """
     ## What it does
-    Flags `.numpy()`, or a numpy function such as `np.mean(t)`, on a tensor
-    that may be on a GPU, with no `.cpu()` before it: a tensor moved with
-    `.to(device)` or `.cuda()`, the output of a module moved there, or a tensor
-    that lives on the caller's device: `forward`'s input, or a tensor parameter
-    of any function (library code runs wherever its caller keeps the data). A
-    module's output handed to a numpy function is not flagged: a pipeline may
-    return numpy images already; `.numpy()` itself proves a tensor, and so does
-    a torch layer that returns one tensor (`nn.Linear`, `nn.Conv2d`; not
-    `nn.LSTM`'s tuple or a container's whatever-its-layers-return). Code that
-    prepares CPU data by design (a dataset's methods, collate functions, the
-    helpers of a test module) is left out. In a file that places nothing on a
-    device, CPU-side code whose callers pass CPU tensors, only a parameter
-    annotated `Tensor` (a typed API) counts; and a script's helper whose every
-    call in the file passes a CPU tensor takes that as its evidence.
+    Flags `.numpy()`, or a numpy function such as `np.mean(t)`, on a tensor that
+    may be on a GPU, with no `.cpu()` before it: a tensor moved with
+    `.to(device)` or `.cuda()`, the output of a module moved there, a tensor of
+    the module in `forward` and the methods it calls (a parameter, a buffer, a
+    torch layer's `weight`), or a tensor that lives on the caller's device:
+    `forward`'s input, or a tensor parameter of any function (library code runs
+    wherever its caller keeps the data). A module's output handed to a numpy
+    function is not flagged: a pipeline may return numpy images already;
+    `.numpy()` itself proves a tensor, and so does a torch layer that returns
+    one tensor (`nn.Linear`, `nn.Conv2d`; not `nn.LSTM`'s tuple or a container's
+    whatever-its-layers-return). Code that prepares CPU data by design (a
+    dataset's methods, collate functions, the helpers of a test module) is left
+    out. In a file that places nothing on a device, CPU-side code whose callers
+    pass CPU tensors, only a parameter annotated `Tensor` (a typed API) counts;
+    and a script's helper whose every call in the file passes a CPU tensor takes
+    that as its evidence.
 
     ## Why is this bad?
     NumPy arrays live in host memory: on a CUDA tensor `.numpy()` raises "can't
