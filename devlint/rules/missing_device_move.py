@@ -44,11 +44,11 @@ class MissingDeviceMove(FlowRule):
     parameters one operation combines (`blend(x, torch.randn(4))`, where
     `blend` adds them) and which parameter's device its result stays on.
 
-    In a module's `forward` and the methods it calls, its registered buffers
-    and parameters, its torch layers (`self.proj`) and their `weight` and
-    `bias` live on the module's device. `forward`'s inputs do too, except those the code shows to be
-    numbers: annotated `int`, `float` or `bool`, a number by default, or used
-    as a size (`torch.arange(seq_len)`, `range(n)`).
+    In a module's `forward` and the methods it calls, its registered buffers and
+    parameters, its torch layers (`self.proj`) and their `weight` and `bias`
+    live on the module's device. `forward`'s inputs do too, except those the
+    code shows to be numbers: annotated `int`, `float` or `bool`, a number by
+    default, or used as a size (`torch.arange(seq_len)`, `range(n)`).
 
     ## Why is this bad?
     The forgotten `.to(device)`: the script runs on the author's CPU, then fails
