@@ -498,7 +498,11 @@ class CallEvaluator:
         qualified = self.names.resolve(dotted)
         value: Value
         imported = imported_value(self.project, node) if self.project is not None else None
-        followed = followed_argument(self.project, node) if self.project is not None else None
+        followed = (
+            followed_argument(self.project, node)
+            if imported is None and self.project is not None
+            else None
+        )
         if imported is not None:
             self._arguments(node, env, unit)  # a class or function of another project file
             value = imported

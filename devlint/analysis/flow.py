@@ -387,7 +387,7 @@ class DeviceFlow(CallContexts):
     def _numbers_of(self, function: FunctionNode) -> frozenset[str]:
         numbers = self._numeric.get(function)
         if numbers is None:
-            numbers = self._numeric[function] = numeric_parameters(function)
+            numbers = self._numeric[function] = numeric_parameters(function, self.names)
         return numbers
 
     def _bind_parameters(self, function: FunctionNode, unit: Unit, env: Env) -> None:

@@ -2,10 +2,10 @@
 
 A call of an imported project class or function evaluates to what its summary says (a module
 or a tensor made on the CPU, or the value of the argument whose device its result stays on); a
-call of an imported function that hands one of its arguments
-to another (`score(net, x)` where `score` calls `net(x)`), or combines it with another in one
-operation (`blend(x, noise)` where `blend` adds them), pairs those arguments, so that a rule
-can check them as if the call were written in the caller's file.
+call of an imported function that hands one of its arguments to another (`score(net, x)` where
+`score` calls `net(x)`), or combines it with another in one operation (`blend(x, noise)` where
+`blend` adds them), pairs those arguments, so that a rule can check them as if the call were
+written in the caller's file.
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from collections.abc import Collection, Iterable
 from pathlib import PurePath
 from typing import Optional, Union
 
+from devlint.analysis.contexts import defaults_of
 from devlint.analysis.names import ImportMap
 from devlint.analysis.syntax import dotted_name
 
@@ -309,13 +310,16 @@ def _keys_drawn(iterable: ast.expr) -> Optional[tuple[str, bool]]:
 # Factories whose positional arguments are sizes or bounds, never tensors: a name passed there
 # is a number (`torch.arange(seq_len)`), as one passed to `range`.
 _SIZE_FACTORIES = frozenset(
-    "zeros ones empty rand randn randint randperm arange linspace logspace eye full".split()
+    f"torch.{name}"
+    for name in (
+        "zeros ones empty rand randn randint randperm arange linspace logspace eye full"
+    ).split()
 )
 _NUMBER_TYPES = frozenset({"int", "float", "bool"})
 _TYPE_WRAPPERS = frozenset({"Optional", "Union", "Tuple", "tuple", "List", "list", "Sequence"})
 
 
-def numeric_parameters(function: FunctionNode) -> frozenset[str]:
+def numeric_parameters(function: FunctionNode, names: ImportMap) -> frozenset[str]:
     """Parameters the function shows to be numbers, not tensors: annotated `int`, `float`,
     `bool` (or tuples of them), defaulting to a number, or used as a size or a bound
     (`torch.arange(seq_len)`, `range(n)`). `forward(self, x, seq_len)` then leaves `seq_len`
@@ -323,19 +327,17 @@ def numeric_parameters(function: FunctionNode) -> frozenset[str]:
     arguments = function.args
     every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
     found = {p.arg for p in every if p.annotation is not None and _numeric_type(p.annotation)}
-    positional = [*arguments.posonlyargs, *arguments.args]
-    defaults = zip(positional[len(positional) - len(arguments.defaults) :], arguments.defaults)
-    keyword_defaults = zip(arguments.kwonlyargs, arguments.kw_defaults)
-    for parameter, default in (*defaults, *keyword_defaults):
-        if isinstance(default, ast.Constant) and type(default.value) in (int, float):
-            found.add(parameter.arg)
-    names = {p.arg for p in every}
+    found.update(
+        name
+        for name, default in defaults_of(function).items()
+        if isinstance(default, ast.Constant) and type(default.value) in (int, float)
+    )
     for node in ast.walk(function):
-        if isinstance(node, ast.Call) and _takes_sizes(node):
+        if isinstance(node, ast.Call) and _takes_sizes(node, names):
             for argument in node.args:
                 parts = argument.elts if isinstance(argument, ast.Tuple) else [argument]
                 found.update(part.id for part in parts if isinstance(part, ast.Name))
-    return frozenset(found & names)
+    return frozenset(found & {p.arg for p in every})
 
 
 def _numeric_type(annotation: ast.expr) -> bool:
@@ -347,12 +349,7 @@ def _numeric_type(annotation: ast.expr) -> bool:
     )
 
 
-def _takes_sizes(call: ast.Call) -> bool:
-    function = call.func
-    if isinstance(function, ast.Name):
-        return function.id == "range"
-    return (
-        isinstance(function, ast.Attribute)
-        and function.attr in _SIZE_FACTORIES
-        and dotted_name(function.value) in ("torch", "th")
-    )
+def _takes_sizes(call: ast.Call, names: ImportMap) -> bool:
+    if isinstance(call.func, ast.Name) and call.func.id == "range":
+        return True
+    return names.qualified_syntax_name(call.func) in _SIZE_FACTORIES
