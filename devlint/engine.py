@@ -21,6 +21,7 @@ from typing import Any, Optional, Union, cast
 import libcst as cst
 from libcst.metadata import CodeRange
 
+from devlint.analysis.call_screen import call_facts
 from devlint.analysis.guards import GuardTracker
 from devlint.analysis.project import take_dependencies
 from devlint.analysis.syntax import SourceText
@@ -426,8 +427,15 @@ def _lint_text(
     active = rules.active(source)
     flow_rules = [rule for rule in active if isinstance(rule, FlowRule)]
     libcst_rules = [rule for rule in active if not isinstance(rule, FlowRule)]
-    # CPython's tree serves the flow rules, and the syntax check of files no other rule parses.
-    syntax_tree = parsed or (_syntax_tree(source) if flow_rules or not libcst_rules else None)
+    # CPython's tree serves the flow rules, the syntax check of files no other rule parses, and
+    # the structural tests that may spare LibCST a file (where each LibCST rule has one).
+    screening = any(rule.screens_tree() for rule in libcst_rules)
+    screened = bool(libcst_rules) and all(rule.screens_tree() for rule in libcst_rules)
+    wanted = flow_rules or not libcst_rules or screened
+    syntax_tree = parsed or (_syntax_tree(source) if wanted else None)
+    if syntax_tree is not None and screening:
+        calls = call_facts(syntax_tree)
+        libcst_rules = [rule for rule in libcst_rules if rule.may_fire_in_tree(calls, source)]
     facts = rules.screen(syntax_tree, source) if syntax_tree is not None and flow_rules else None
     if facts is not None:
         flow_rules = [rule for rule in flow_rules if rule.may_fire_in(facts)]

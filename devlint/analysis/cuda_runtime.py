@@ -35,3 +35,9 @@ def raising_calls() -> RaisingCalls:
             functions[qualified] = entry["error"]
     methods = {name: entry["error"] for name, entry in table["tensor_methods"].items()}
     return RaisingCalls(table["torch_version"], functions, methods)
+
+
+@functools.lru_cache(maxsize=1)
+def raising_function_names() -> frozenset[str]:
+    """The last names of the raising functions (`synchronize`), however they are reached."""
+    return frozenset(name.rpartition(".")[2] for name in raising_calls().functions)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Optional
 
 if TYPE_CHECKING:
+    from devlint.analysis.call_screen import CallFacts
     from devlint.analysis.prefilter import TextTest
     from devlint.analysis.syntax_screen import SyntaxFacts
     from devlint.context import FileContext, FindingCollector, Node, RawFix
@@ -84,6 +85,18 @@ class Rule:
         if cls.trigger_tokens and not any(token in source for token in cls.trigger_tokens):
             return False
         return all(pattern.search(source) for pattern in cls.required_patterns)
+
+    @classmethod
+    def may_fire_in_tree(cls, facts: CallFacts, source: str) -> bool:
+        """Structural test on CPython's tree, after the text test: False only where the rule
+        cannot fire. A LibCST rule that overrides it is skipped where it says False, and a file
+        that no LibCST rule is left for is not parsed by LibCST at all."""
+        return True
+
+    @classmethod
+    def screens_tree(cls) -> bool:
+        """Whether the rule has a structural test of its own (see `may_fire_in_tree`)."""
+        return cls.may_fire_in_tree.__func__ is not Rule.may_fire_in_tree.__func__  # type: ignore[attr-defined]
 
     @classmethod
     def applies_under(cls, style: DeviceStyle) -> bool:

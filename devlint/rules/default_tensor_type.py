@@ -5,6 +5,7 @@ from typing import Optional
 
 import libcst as cst
 
+from devlint.analysis.call_screen import CallFacts
 from devlint.analysis.devices import argument, cuda_literal, string_value
 from devlint.analysis.statements import IndentTracker, own_statement
 from devlint.context import FileContext, NodeEdit, RawFix
@@ -65,6 +66,11 @@ class DefaultTensorType(Rule):
     summary = "set_default_tensor_type (deprecated) or an unguarded CUDA default device"
     fixable = True
     trigger_tokens = ("set_default_tensor_type", "set_default_device")
+
+    @classmethod
+    def may_fire_in_tree(cls, facts: CallFacts, source: str) -> bool:
+        called = facts.called_functions | facts.called_methods
+        return not called.isdisjoint(cls.trigger_tokens)  # the setters, however imported
 
     VALID = (
         "import torch\ntorch.set_default_dtype(torch.float32)",

@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
+from devlint.analysis.call_screen import CallFacts
 from devlint.analysis.names import dotted_name, names_imported_from
 from devlint.context import NodeEdit, RawFix
 from devlint.diagnostics import Applicability
@@ -37,6 +38,8 @@ REPLACEMENTS: dict[str, str] = {
     "torch.cuda.amp.grad_scaler.GradScaler": _GRAD_SCALER,
     "torch.cuda._set_allocator_settings": "torch._C._accelerator_setAllocatorSettings",
 }
+# What a name must end with, and pass through, to stand for one of them.
+_DEPRECATED_NAMES = frozenset(name.rpartition(".")[2] for name in REPLACEMENTS)
 # The `torch.cuda.amp` classes whose call becomes the `torch.amp` one with "cuda" first. Both
 # subclasses pass their arguments on to it with "cuda" (torch 2.13): GradScaler keeps its
 # positional order after the device; autocast's does not (enabled, dtype vs dtype, enabled), so
@@ -110,6 +113,12 @@ class DeprecatedCudaApi(Rule):
         "memory_cached", "autocast", "GradScaler", "custom_fwd", "custom_bwd",
         "_set_allocator_settings",
     )  # fmt: skip
+
+    @classmethod
+    def may_fire_in_tree(cls, facts: CallFacts, source: str) -> bool:
+        # Every name it reports resolves, through the file's imports, to `torch.cuda.<name>`.
+        names = facts.attribute_names
+        return "cuda" in names and not names.isdisjoint(_DEPRECATED_NAMES)
 
     VALID = (
         "import torch\ntorch.cuda.memory_reserved()",

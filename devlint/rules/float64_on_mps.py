@@ -5,6 +5,7 @@ from typing import Optional
 
 import libcst as cst
 
+from devlint.analysis.call_screen import CallFacts
 from devlint.analysis.devices import argument, string_value
 from devlint.context import FileContext
 from devlint.rules.base import Invalid, Rule
@@ -13,6 +14,7 @@ _FLOAT64_TEXT = re.compile(r"float64|double")  # `torch.float64`, `torch.double`
 
 _FLOAT64 = frozenset({"torch.float64", "torch.double"})
 _FLOAT64_METHODS = frozenset({"double"})
+_FLOAT64_NAMES = frozenset({"float64", "double"})
 
 
 class Float64OnMps(Rule):
@@ -57,6 +59,12 @@ class Float64OnMps(Rule):
     summary = "float64 on a device that can be MPS, which has no float64"
     trigger_tokens = ("mps",)
     required_patterns = (_FLOAT64_TEXT,)
+
+    @classmethod
+    def may_fire_in_tree(cls, facts: CallFacts, source: str) -> bool:
+        # Every MPS device it knows of is written "mps" or "mps:N"; float64 is `torch.float64`,
+        # `torch.double` or `.double()`.
+        return facts.mps_device and not facts.attribute_names.isdisjoint(_FLOAT64_NAMES)
 
     VALID = (
         "import torch\ndevice = 'mps' if torch.backends.mps.is_available() else 'cpu'\n"

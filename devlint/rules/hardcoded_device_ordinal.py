@@ -5,6 +5,7 @@ from typing import Optional
 
 import libcst as cst
 
+from devlint.analysis.call_screen import CallFacts
 from devlint.analysis.devices import argument, string_value
 from devlint.analysis.prefilter import Confirmed, literal_led
 from devlint.rules.base import Invalid, Rule
@@ -84,6 +85,10 @@ class HardcodedDeviceOrdinal(Rule):
     summary = "hard-coded GPU index 1 or higher"
     trigger_tokens = ("cuda",)
     required_patterns = (_ORDINAL_TEXT,)
+
+    @classmethod
+    def may_fire_in_tree(cls, facts: CallFacts, source: str) -> bool:
+        return facts.ordinal_argument
 
     VALID = (
         "x = x.to('cuda:0')",

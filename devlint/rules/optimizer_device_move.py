@@ -5,6 +5,7 @@ from typing import Optional
 
 import libcst as cst
 
+from devlint.analysis.call_screen import CallFacts
 from devlint.analysis.names import dotted_name
 from devlint.analysis.prefilter import MOVE_CALL
 from devlint.analysis.scopes import Binding
@@ -65,6 +66,20 @@ class OptimizerDeviceMove(Rule):
     summary = "device move called on an optimizer"
     trigger_tokens = ("optim",)
     required_patterns = (MOVE_CALL,)
+
+    @classmethod
+    def may_fire_in_tree(cls, facts: CallFacts, source: str) -> bool:
+        """A move of a dotted name, and a way to know it is an optimizer (see `_evidence`): its
+        name, an annotation or base class naming `Optim...`, `torch.optim`, or a class whose
+        name says so."""
+        if not facts.moved_receivers:
+            return False
+        if any(_CONVENTIONAL_NAME.fullmatch(name) for name in facts.moved_receivers):
+            return True
+        if "Optim" in source or "optim" in facts.attribute_names:
+            return True
+        called = facts.called_functions | facts.called_methods
+        return any(name[:1].isupper() and _OPTIMIZER_CLASS.search(name) for name in called)
 
     VALID = (
         "model = model.to(device)",

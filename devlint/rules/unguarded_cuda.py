@@ -5,6 +5,7 @@ from typing import Optional
 
 import libcst as cst
 
+from devlint.analysis.call_screen import CallFacts
 from devlint.analysis.device_fix import DeviceChoice, DeviceChooser
 from devlint.analysis.devices import argument, cuda_literal, string_value
 from devlint.analysis.guards import checks_availability
@@ -94,6 +95,17 @@ class UnguardedCuda(Rule):
     fixable = True
     trigger_tokens = ("cuda",)
     required_patterns = (_CUDA_TEXT,)
+
+    @classmethod
+    def may_fire_in_tree(cls, facts: CallFacts, source: str) -> bool:
+        # What it reports is a call: `.cuda()`, or one passing a "cuda" literal where a device
+        # goes (`.to("cuda")`, `torch.device("cuda")`, `device="cuda"`, an option's default).
+        callees = facts.cuda_literal_callees
+        return (
+            "cuda" in facts.called_methods
+            or facts.cuda_device_keyword
+            or not callees.isdisjoint(("to", "device", *_OPTION_METHODS))
+        )
 
     VALID = (
         "import pytest\nimport torch\ndef test_no_gpu():\n    with pytest.raises(RuntimeError):\n        torch.zeros(3).cuda()",

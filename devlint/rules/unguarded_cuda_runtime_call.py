@@ -5,7 +5,8 @@ from typing import Optional
 
 import libcst as cst
 
-from devlint.analysis.cuda_runtime import raising_calls
+from devlint.analysis.call_screen import CallFacts
+from devlint.analysis.cuda_runtime import raising_calls, raising_function_names
 from devlint.analysis.prefilter import Confirmed, literal_led
 from devlint.analysis.statements import IndentTracker, own_statement
 from devlint.context import FileContext, NodeEdit, RawFix
@@ -94,6 +95,13 @@ class UnguardedCudaRuntimeCall(Rule):
     trigger_tokens = ("cuda", "pin_memory")
     # Only code that falls back to the CPU is checked, and the file holds that code.
     required_patterns = (_CHECKS_AVAILABILITY, _NAMES_CPU)
+
+    @classmethod
+    def may_fire_in_tree(cls, facts: CallFacts, source: str) -> bool:
+        if not facts.cuda_calls.isdisjoint(raising_function_names()):
+            return True  # `torch.cuda.synchronize()`, under any import
+        methods = facts.called_methods - _DEV001_METHODS
+        return not methods.isdisjoint(raising_calls().tensor_methods)
 
     VALID = (
         _FALLBACK + "torch.cuda.manual_seed_all(0)\ntorch.cuda.empty_cache()",
