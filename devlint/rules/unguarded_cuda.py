@@ -6,12 +6,15 @@ from typing import Optional
 import libcst as cst
 
 from devlint.analysis.call_screen import CallFacts
+from devlint.analysis.device_cases import device_cases, is_parametrize, runs_in_case
 from devlint.analysis.device_fix import DeviceChoice, DeviceChooser
 from devlint.analysis.devices import argument, cuda_literal, string_value
 from devlint.analysis.guards import checks_availability
+from devlint.analysis.names import dotted_name
 from devlint.context import FileContext, NodeEdit, RawFix
 from devlint.diagnostics import Applicability
 from devlint.rules.base import Invalid, Rule
+from devlint.traversal import descendants
 
 # `.cuda(` or a string that starts with "cuda": every construct the rule reports holds one.
 _CUDA_TEXT = re.compile(r"""\.\s*cuda\s*\(|["']cuda""")
@@ -47,6 +50,18 @@ class UnguardedCuda(Rule):
     A test's name is no guard: `def test_forward_cuda():` with no marker is
     exactly what fails on a CPU-only CI runner. A device held in a variable,
     `x.to(device)`, is never flagged.
+
+    A test parametrized over devices
+    (`@pytest.mark.parametrize("device", ["cpu", "cuda"])`, or
+    `pytest.param("npu", marks=...)`) runs its body once per device: a `.cuda()`
+    there runs for the CPU or NPU case too, and fails on a machine without CUDA,
+    whatever skip marks the CUDA case carries. It is reported where the body
+    surely reaches it in such a case: the `if` statements around it and the
+    early exits before it are read with the parameter bound to that device
+    (`if device == "cuda":` leaves it out; a test of something else, such as
+    `dtype`, may go either way). A skip marker on the whole test, on its class
+    or module, a skipping fixture, or an availability check around it silences
+    it.
 
     ## Example
     ```python
@@ -108,6 +123,19 @@ class UnguardedCuda(Rule):
         )
 
     VALID = (
+        # Tests over devices: the CUDA case alone, an early skip, a whole test needing CUDA.
+        "import pytest, torch\n@pytest.mark.parametrize('device', ['cpu', 'cuda'])\n"
+        "def test_move(device):\n    if device == 'cuda':\n        x = torch.zeros(2).cuda()",
+        "import pytest, torch\n@pytest.mark.parametrize('device', ['cpu', 'cuda'])\n"
+        "def test_move(device):\n    if device != 'cuda':\n        pytest.skip('gpu')\n"
+        "    x = torch.zeros(2).cuda()",
+        "import pytest, torch\n@pytest.mark.skipif(not torch.cuda.is_available(), reason='')\n"
+        "@pytest.mark.parametrize('device', ['cpu', 'cuda'])\n"
+        "def test_move(device):\n    x = torch.zeros(2).cuda()",
+        "import pytest, torch\n@pytest.mark.parametrize('device', ['cpu', 'cuda'])\n"
+        "def test_move(device):\n    if torch.cuda.is_available():\n        x = torch.zeros(2).cuda()",
+        "import pytest, torch\n@pytest.mark.parametrize('device', ['cpu', 'cuda'])\n"
+        "def test_move(device):\n    x = torch.zeros(2).cuda() if device == 'cuda' else None",
         "import pytest\nimport torch\ndef test_no_gpu():\n    with pytest.raises(RuntimeError):\n        torch.zeros(3).cuda()",
         "x = x.to(device)",
         "if torch.cuda.is_available():\n    model.cuda()",
@@ -328,6 +356,44 @@ class UnguardedCuda(Rule):
             2,
             35,
         ),
+        # The NPU case runs the `.cuda()` too; its skip marker is about NPUs.
+        Invalid(
+            "import pytest, torch\n"
+            "@pytest.mark.parametrize('device', [\n"
+            "    pytest.param('cuda', marks=pytest.mark.skipif(not torch.cuda.is_available(), reason='')),\n"
+            "    pytest.param('npu', marks=pytest.mark.skipif(not HAS_NPU, reason='')),\n"
+            "])\n"
+            "@pytest.mark.parametrize('dtype', [torch.half, torch.float])\n"
+            "def test_group(device, dtype):\n"
+            "    if device == 'npu' and dtype == torch.half:\n"
+            "        return\n"
+            "    idx = torch.tensor([0, 1]).cuda()\n",
+            10,
+            11,
+            "`device='npu'` case",
+            fixed="import pytest, torch\n"
+            "@pytest.mark.parametrize('device', [\n"
+            "    pytest.param('cuda', marks=pytest.mark.skipif(not torch.cuda.is_available(), reason='')),\n"
+            "    pytest.param('npu', marks=pytest.mark.skipif(not HAS_NPU, reason='')),\n"
+            "])\n"
+            "@pytest.mark.parametrize('dtype', [torch.half, torch.float])\n"
+            "def test_group(device, dtype):\n"
+            "    if device == 'npu' and dtype == torch.half:\n"
+            "        return\n"
+            "    idx = torch.tensor([0, 1]).to(device)\n",
+        ),
+        Invalid(
+            "import pytest, torch\n"
+            "@pytest.mark.parametrize('dtype, device', [(torch.float, 'cpu'), (torch.half, 'cuda')])\n"
+            "def test_pair(dtype, device):\n"
+            "    if device == 'cuda':\n"
+            "        pass\n"
+            "    else:\n"
+            "        x = torch.zeros(2, dtype=dtype).cuda()\n",
+            7,
+            13,
+            "`device='cpu'` case",
+        ),
         # Fewer than two GPUs includes none.
         Invalid("import torch\nif torch.cuda.device_count() < 2:\n    x = x.cuda()", 3, 9),
     )
@@ -339,6 +405,7 @@ class UnguardedCuda(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         if self.context.guards.guarded:
+            self._check_device_cases(node)
             return
         if self._unguarded_option_default(node):
             return
@@ -362,6 +429,58 @@ class UnguardedCuda(Rule):
                         f"chosen at run time: {self._chooser.advice}",
                         fix=self._literal_fix(arg.value),
                     )
+
+    def _check_device_cases(self, node: cst.Call) -> None:
+        """A test parametrized over devices runs its body for each: a `.cuda()` there runs for
+        the CPU (or NPU, MPS) case too, and fails on a machine without CUDA, whatever skip
+        marks the CUDA case carries."""
+        construct = self._cuda_construct(node)
+        test = self.context.scopes.current_function()
+        if construct is None or test is None or not test.name.value.startswith("test"):
+            return
+        if self.context.scopes.current_class() is not None or self._marks_module():
+            return  # a class's or the module's markers may skip every case without CUDA
+        markers = self.context.guards.markers
+        cases = device_cases(test, lambda marks: markers.marker_cover(marks) is not None)
+        if not cases or self._skipped_without_cuda(test):
+            return
+        statement = self.context.current_statement()
+        if not isinstance(statement, cst.CSTNode) or _chooses_within(statement):
+            return
+        mentions_device = self.context.guards.classifier.mentions_device
+        for case in cases:
+            if runs_in_case(test.body.body, statement, case, mentions_device):
+                self.report(
+                    node,
+                    f"{construct} also runs in the `{case.parameter}={case.device!r}` case of "
+                    f"`{test.name.value}`, which fails on a machine without CUDA: move to "
+                    f"`{case.parameter}`, as the other cases expect",
+                    fix=self._construct_fix(node),
+                )
+                return
+
+    def _skipped_without_cuda(self, test: cst.FunctionDef) -> bool:
+        """A skip marker on the test (other than its parametrization) or a skipping fixture."""
+        markers = self.context.guards.markers
+        for decorator in test.decorators:
+            marker = decorator.decorator
+            if isinstance(marker, cst.Call) and is_parametrize(marker):
+                continue
+            if markers.marker_cover(marker) is not None:
+                return True
+        parameters = self.context.scopes.current_parameters()
+        return any(name in markers.skipping_fixtures for name in parameters)
+
+    def _marks_module(self) -> bool:
+        return any(
+            isinstance(statement, cst.SimpleStatementLine)
+            and any(
+                isinstance(small, cst.Assign)
+                and any(dotted_name(t.target) == "pytestmark" for t in small.targets)
+                for small in statement.body
+            )
+            for statement in self.context.module.body
+        )
 
     def _unguarded_option_default(self, node: cst.Call) -> bool:
         """`parser.add_argument("--device", default="cuda")` in a file that never checks whether
@@ -523,6 +642,15 @@ class UnguardedCuda(Rule):
             comma=cst.MaybeSentinel.DEFAULT, whitespace_after_arg=cst.SimpleWhitespace("")
         )
         return self.context.module.code_for_node(bare).strip()
+
+
+def _chooses_within(statement: cst.CSTNode) -> bool:
+    """Whether a statement chooses between values itself: a ternary, `and`/`or`, a
+    comprehension's `if`."""
+    return any(
+        isinstance(node, (cst.IfExp, cst.BooleanOperation, cst.CompIf))
+        for node in descendants(statement)
+    )
 
 
 def _fix(applicability: Applicability, message: str, *edits: NodeEdit) -> RawFix:
