@@ -704,7 +704,7 @@ class CallEvaluator:
             return UNKNOWN
         if callee.where is Where.DEVICE and self.frames and not self.recording:
             self.note_module_input(node, callee, arguments)
-        if callee.where in (Where.DEVICE, Where.INPUT):
+        if callee.where in (Where.DEVICE, Where.INPUT, Where.MAYBE_DEVICE):
             shown = self._source(node.func)
             evidence = f"output of `{shown}`, {callee.placement.evidence}".rstrip(", ")
             return Value(
@@ -712,10 +712,12 @@ class CallEvaluator:
                 Placement(callee.where, callee.placement.device, evidence, callee.placement.origin),
                 module_output=not callee.returns_tensor,
             )
-        # A module accepting an input on a device runs on that device, and so is its output.
-        for argument_value in arguments:
-            if argument_value.where in (Where.DEVICE, Where.INPUT) and not argument_value.scalar:
-                return Value(Kind.TENSOR, argument_value.placement, module_output=True)
+        # A module accepting an input on a device runs on that device, and so is its output;
+        # given one that may be on a device (on some paths), its output may be there too.
+        for wheres in ((Where.DEVICE, Where.INPUT), (Where.MAYBE_DEVICE,)):
+            for argument_value in arguments:
+                if argument_value.where in wheres and not argument_value.scalar:
+                    return Value(Kind.TENSOR, argument_value.placement, module_output=True)
         return UNKNOWN
 
     def _method(

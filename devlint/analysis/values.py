@@ -104,6 +104,10 @@ def join(first: Value, second: Value) -> Value:
     kind = first.kind if first.kind is second.kind else Kind.UNKNOWN
     if not first.placement.same_place(second.placement):
         maybe = _maybe_on_device(first, second)
+        if maybe is not None and first.kind is Kind.MODULE:
+            # `if use_gpu: model.cuda()`: what it computes may be on a device
+            both_return_tensors = first.returns_tensor and second.returns_tensor
+            return Value(Kind.MODULE, maybe, returns_tensor=both_return_tensors)
         if maybe is not None:
             return Value(Kind.TENSOR, maybe)
         return Value(kind, scalar=first.scalar and second.scalar)
@@ -117,9 +121,11 @@ def join(first: Value, second: Value) -> Value:
 
 
 def _maybe_on_device(first: Value, second: Value) -> Optional[Placement]:
-    """Two tensors meeting, one on a device (or maybe), the other on the CPU (or maybe): the
-    device side's placement, as `MAYBE_DEVICE`."""
-    if first.kind is not Kind.TENSOR or second.kind is not Kind.TENSOR:
+    """Two tensors (or two modules) meeting, one on a device (or maybe), the other on the CPU
+    (or maybe): the device side's placement, as `MAYBE_DEVICE`."""
+    if first.kind is not second.kind or first.kind not in (Kind.TENSOR, Kind.MODULE):
+        return None
+    if first.kind is Kind.MODULE and not (first.has_parameters and second.has_parameters):
         return None
     if first.scalar or second.scalar:
         return None

@@ -32,6 +32,10 @@ class NumpyOnDeviceTensor(FlowRule):
     and a script's helper whose every call in the file passes a CPU tensor takes
     that as its evidence.
 
+    On some paths is enough: `if use_gpu: x = x.cuda()` (or `model = model.cuda()`)
+    makes `x` (or what `model` computes) a tensor that may be on a GPU, and so is
+    what a module computes from an input that may be there.
+
     ## Why is this bad?
     NumPy arrays live in host memory: on a CUDA tensor `.numpy()` raises "can't
     convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the
@@ -66,6 +70,9 @@ class NumpyOnDeviceTensor(FlowRule):
     required_patterns = (DEVICE_SOURCE_OR_TENSOR_TYPE,)
 
     VALID = (
+        "import torch\nfrom torch import nn\ndef predict(use_gpu, x):\n"
+        "    model = nn.Linear(2, 2)\n    if use_gpu:\n        model = model.cuda()\n"
+        "    return model(x).detach().cpu().numpy()",
         # every call of the file passes the typed parameter a CPU tensor: the callers' word,
         # through a helper that calls it (analysed first) and `torch.meshgrid`'s tuple
         "import torch\ndef show(t: torch.Tensor):\n    return t.numpy()\n"
@@ -130,6 +137,24 @@ class NumpyOnDeviceTensor(FlowRule):
         "m = np.mean(rnn(x))",
     )
     INVALID = (
+        # A module given an input that may be on a device, or moved on some paths.
+        Invalid(
+            "import torch\ndef embed(use_gpu, array, encoder):\n    if use_gpu:\n"
+            "        batch = torch.from_numpy(array).cuda()\n    else:\n"
+            "        batch = torch.from_numpy(array)\n    out = encoder(batch).detach()\n"
+            "    return out.numpy()",
+            8,
+            12,
+            "on some paths",
+        ),
+        Invalid(
+            "import torch\nfrom torch import nn\ndef predict(use_gpu, x):\n"
+            "    model = nn.Linear(2, 2)\n    if use_gpu:\n        model = model.cuda()\n"
+            "    return model(x).detach().numpy()",
+            7,
+            12,
+            "output of `model`",
+        ),
         Invalid(
             # a torch layer's weight, in the module's code, lives where the module was moved
             "import torch\nfrom torch import nn\nclass Tagger(nn.Module):\n"

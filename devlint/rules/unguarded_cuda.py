@@ -22,6 +22,19 @@ _CUDA_TEXT = re.compile(r"""\.\s*cuda\s*\(|["']cuda""")
 # `parser.add_argument(...)` (argparse) and `@click.option(...)`: command-line options.
 _OPTION_METHODS = frozenset({"add_argument", "option"})
 
+# A test run for CUDA and for an NPU, whose skip marks are about each device.
+_NPU_CASE_TEST = (
+    "import pytest, torch\n"
+    "@pytest.mark.parametrize('device', [\n"
+    "    pytest.param('cuda', marks=pytest.mark.skipif(not torch.cuda.is_available(), reason='')),\n"
+    "    pytest.param('npu', marks=pytest.mark.skipif(not HAS_NPU, reason='')),\n"
+    "])\n"
+    "@pytest.mark.parametrize('dtype', [torch.half, torch.float])\n"
+    "def test_group(device, dtype):\n"
+    "    if device == 'npu' and dtype == torch.half:\n"
+    "        return\n"
+)
+
 
 class UnguardedCuda(Rule):
     """
@@ -358,29 +371,11 @@ class UnguardedCuda(Rule):
         ),
         # The NPU case runs the `.cuda()` too; its skip marker is about NPUs.
         Invalid(
-            "import pytest, torch\n"
-            "@pytest.mark.parametrize('device', [\n"
-            "    pytest.param('cuda', marks=pytest.mark.skipif(not torch.cuda.is_available(), reason='')),\n"
-            "    pytest.param('npu', marks=pytest.mark.skipif(not HAS_NPU, reason='')),\n"
-            "])\n"
-            "@pytest.mark.parametrize('dtype', [torch.half, torch.float])\n"
-            "def test_group(device, dtype):\n"
-            "    if device == 'npu' and dtype == torch.half:\n"
-            "        return\n"
-            "    idx = torch.tensor([0, 1]).cuda()\n",
+            _NPU_CASE_TEST + "    idx = torch.tensor([0, 1]).cuda()\n",
             10,
             11,
             "`device='npu'` case",
-            fixed="import pytest, torch\n"
-            "@pytest.mark.parametrize('device', [\n"
-            "    pytest.param('cuda', marks=pytest.mark.skipif(not torch.cuda.is_available(), reason='')),\n"
-            "    pytest.param('npu', marks=pytest.mark.skipif(not HAS_NPU, reason='')),\n"
-            "])\n"
-            "@pytest.mark.parametrize('dtype', [torch.half, torch.float])\n"
-            "def test_group(device, dtype):\n"
-            "    if device == 'npu' and dtype == torch.half:\n"
-            "        return\n"
-            "    idx = torch.tensor([0, 1]).to(device)\n",
+            fixed=_NPU_CASE_TEST + "    idx = torch.tensor([0, 1]).to(device)\n",
         ),
         Invalid(
             "import pytest, torch\n"
