@@ -37,6 +37,7 @@ from devlint.analysis.loops import LoopFrame, PathCounts, loop_head, run_to_fixp
 from devlint.analysis.names import ImportMap
 from devlint.analysis.narrowing import type_test
 from devlint.analysis.parameters import (
+    annotated_as_tensors,
     module_tensors_set_in,
     names_on_a_device,
     names_used_as_tensors,
@@ -403,8 +404,10 @@ class DeviceFlow(CallContexts):
             elif unit.forward and index > 0:
                 env[name] = Value(Kind.UNKNOWN, Placement(Where.INPUT, evidence=f"input `{name}`"))
             elif name in unit.tensor_parameters:
-                evidence = f"parameter `{name}`"
-                env[name] = Value(Kind.TENSOR, Placement(Where.INPUT, evidence=evidence))
+                listed = annotated_as_tensors(param.annotation)  # `List[Tensor]`: its items
+                evidence = f"{'an item of ' if listed else ''}parameter `{name}`"
+                tensor = Value(Kind.TENSOR, Placement(Where.INPUT, evidence=evidence))
+                env[name] = Value(Kind.SEQUENCE, item=tensor) if listed else tensor
             elif looks_like_loader(name):
                 env[name] = cpu_loader(f"from the data loader `{name}`", param)
             else:

@@ -58,6 +58,24 @@ def annotated_as_tensor(annotation: ast.expr | None) -> bool:
     return name is not None and name.rpartition(".")[2] == "Tensor"
 
 
+_SEQUENCES = frozenset({"List", "list", "Sequence", "Iterable", "Tuple", "tuple"})
+
+
+def annotated_as_tensors(annotation: ast.expr | None) -> bool:
+    """`List[Tensor]`, `list[torch.Tensor]`, `Sequence[Tensor]`, `Tuple[Tensor, ...]`: a
+    sequence whose every item is a tensor (not `List[Optional[Tensor]]`)."""
+    if not isinstance(annotation, ast.Subscript):
+        return False
+    if (dotted_name(annotation.value) or "").rpartition(".")[2] not in _SEQUENCES:
+        return False
+    inner = annotation.slice
+    items = inner.elts if isinstance(inner, ast.Tuple) else [inner]
+    items = [item for item in items if not (isinstance(item, ast.Constant) and item.value is ...)]
+    return bool(items) and all(
+        (dotted_name(item) or "").rpartition(".")[2] == "Tensor" for item in items
+    )
+
+
 def names_used_as_tensors(function: FunctionNode) -> set[str]:
     """Names in ``function``'s own code that are used the way only a tensor is used, before
     anything is assigned to them (`img = torch.from_numpy(img)` makes a new tensor of an array)."""
@@ -155,6 +173,7 @@ def tensor_parameters(function: FunctionNode, used_as_tensors: Collection[str]) 
         if parameter.arg not in ("self", "cls")
         and (
             annotated_as_tensor(parameter.annotation)
+            or annotated_as_tensors(parameter.annotation)
             or (parameter.arg in used_as_tensors and not _annotated_otherwise(parameter))
         )
     }

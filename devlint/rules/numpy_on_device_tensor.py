@@ -20,8 +20,9 @@ class NumpyOnDeviceTensor(FlowRule):
     `.to(device)` or `.cuda()`, the output of a module moved there, a tensor of
     the module in `forward` and the methods it calls (a parameter, a buffer, a
     torch layer's `weight`), or a tensor that lives on the caller's device:
-    `forward`'s input, or a tensor parameter of any function (library code runs
-    wherever its caller keeps the data). A module's output handed to a numpy
+    `forward`'s input, or a tensor parameter of any function, or an item of one
+    annotated as a list of tensors (`List[torch.Tensor]`): library code runs
+    wherever its caller keeps the data. A module's output handed to a numpy
     function is not flagged: a pipeline may return numpy images already;
     `.numpy()` itself proves a tensor, and so does a torch layer that returns
     one tensor (`nn.Linear`, `nn.Conv2d`; not `nn.LSTM`'s tuple or a container's
@@ -70,6 +71,9 @@ class NumpyOnDeviceTensor(FlowRule):
     required_patterns = (DEVICE_SOURCE_OR_TENSOR_TYPE,)
 
     VALID = (
+        "from typing import List\nimport torch\n"
+        "def to_arrays(embeddings: List[torch.Tensor], weights: List[float]):\n"
+        "    return [e.cpu().numpy() for e in embeddings] + [w for w in weights]",
         "import torch\nfrom torch import nn\ndef predict(use_gpu, x):\n"
         "    model = nn.Linear(2, 2)\n    if use_gpu:\n        model = model.cuda()\n"
         "    return model(x).detach().cpu().numpy()",
@@ -137,6 +141,15 @@ class NumpyOnDeviceTensor(FlowRule):
         "m = np.mean(rnn(x))",
     )
     INVALID = (
+        # The items of a parameter annotated as a list of tensors are on the caller's device.
+        Invalid(
+            "from typing import List\nimport torch\n"
+            "def to_arrays(embeddings: List[torch.Tensor]):\n"
+            "    return [e.numpy() for e in embeddings]",
+            4,
+            13,
+            "an item of parameter `embeddings`",
+        ),
         # A module given an input that may be on a device, or moved on some paths.
         Invalid(
             "import torch\ndef embed(use_gpu, array, encoder):\n    if use_gpu:\n"
