@@ -95,6 +95,21 @@ EXPECTED: dict[str, list[tuple[int, int, str, str]]] = {
             "`sample` is on the CPU (created on the CPU by `torch.randn(...)` at line 42)",
         ),
     ],
+    "sequence_models.py": [
+        (
+            31,
+            13,
+            "DEV007",
+            "`embedding.detach()` may be on a GPU (an item of parameter `embeddings`)",
+        ),
+        (
+            41,
+            44,
+            "DEV005",
+            "`hidden` holds tensors on the CPU (created on the CPU by `torch.zeros(...)` at "
+            "line 23) but `model` was moved to `device` at line 35",
+        ),
+    ],
     "memory_monitoring.py": [
         (8, 14, "DEV002", RENAMED.format("memory_cached", "memory_reserved")),
         (9, 12, "DEV002", RENAMED.format("max_memory_cached", "max_memory_reserved")),
@@ -122,7 +137,7 @@ ALL_FINDINGS = sorted(
     ]
 )
 FIXTURE_CODES = {code for *_, code in ALL_FINDINGS}
-SUMMARY = "Found 24 problems in 10 files (14 files checked)."
+SUMMARY = "Found 26 problems in 11 files (15 files checked)."
 
 
 @pytest.fixture
@@ -213,7 +228,7 @@ def test_statistics_prints_only_the_counts_with_ruffs_fixable_marker(work: Path)
         f"{count:>{width}}\t{code}\t{'[*]' if code in safe else '[ ]'} {RULES_BY_CODE[code].name}"
         for code, count in rows
     ]
-    assert result.stdout.splitlines()[0] == "5\tDEV005\t[ ] missing-device-move"
+    assert result.stdout.splitlines()[0] == "6\tDEV005\t[ ] missing-device-move"
     # With --unsafe-fixes the unsafe fixes count as fixable too.
     unsafe = run_cli("--statistics", "--unsafe-fixes", "fixtures", cwd=work).stdout
     assert "2\tDEV008\t[*] load-without-map-location" in unsafe.splitlines()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 from collections import Counter
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import Optional
 
@@ -224,6 +224,11 @@ class CallContexts(CallEvaluator):
                 if finding not in frame.findings:
                     frame.findings.append(finding)
                 return
+
+    def methods_of(self, class_name: str) -> Mapping[str, FunctionNode]:
+        """The methods the file's class ``class_name`` defines itself."""
+        facts = self.classes.get(class_name)
+        return facts.methods if facts is not None else {}
 
     def construct(self, call: ast.Call, name: str, arguments: list[Value]) -> None:
         """A plain class of this file constructed: what its `__init__` is passed here."""

@@ -682,9 +682,8 @@ class CallEvaluator:
         if name in _PASS_THROUGH_CALLS:
             return arguments[0] if arguments else UNKNOWN
         if self.is_module_class(name):
-            return Value(
-                Kind.MODULE, Placement(Where.CPU, evidence="created on the CPU", origin=node)
-            )
+            created = Placement(Where.CPU, evidence="created on the CPU", origin=node)
+            return Value(Kind.MODULE, created, class_name=name)
         function = self.functions.get(name)
         if function is not None:
             return self.call_summary(function, node, arguments)
@@ -734,6 +733,8 @@ class CallEvaluator:
         if method in DEVICE_MOVES:
             return self._move(node, func, method, receiver, env, unit, bare)
         sibling = self._sibling_method(func, unit)
+        if sibling is None and receiver.kind is Kind.MODULE and receiver.class_name:
+            sibling = self._helper_method(receiver.class_name, method)  # `model.init_hidden(n)`
         if sibling is not None:
             result = self.method_call(node, sibling, receiver, arguments, unit)
             if result is not UNKNOWN:
@@ -791,6 +792,16 @@ class CallEvaluator:
             return Value(Kind.TENSOR, receiver.placement)
         return UNKNOWN
 
+    def _helper_method(self, class_name: str, method: str) -> Optional[FunctionNode]:
+        """A helper method the file's class ``class_name`` defines itself: not `forward`, which
+        the module's call runs, nor a special method."""
+        if method == "forward" or method.startswith("__"):
+            return None
+        return self.methods_of(class_name).get(method)
+
+    def methods_of(self, class_name: str) -> Mapping[str, FunctionNode]:
+        raise NotImplementedError
+
     def _sibling_method(self, func: ast.Attribute, unit: Unit) -> Optional[FunctionNode]:
         """The method of ``unit``'s class that `self.name(...)` calls, if any."""
         if unit.function is None or not (type(func.value) is ast.Name and func.value.id == "self"):
@@ -833,8 +844,8 @@ class CallEvaluator:
         if receiver.kind is Kind.MODULE or (bare and receiver.kind is Kind.UNKNOWN):
             # Module.to works in place: the name itself now refers to a moved module.
             moved = Value(Kind.MODULE, placement, has_parameters=receiver.has_parameters,
-                          is_loss=receiver.is_loss,
-                          returns_tensor=receiver.returns_tensor)  # fmt: skip
+                          is_loss=receiver.is_loss, returns_tensor=receiver.returns_tensor,
+                          class_name=receiver.class_name)  # fmt: skip
             if receiver_name is not None:
                 env[receiver_name] = moved
             return moved

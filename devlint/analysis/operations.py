@@ -9,7 +9,15 @@ from typing import Optional
 
 from devlint.analysis.flow import DeviceFlow
 from devlint.analysis.torch_api import COMBINING_FUNCTIONS, OPERAND_METHODS
-from devlint.analysis.values import Kind, Placement, Value, Where, made_by_factory, mismatch
+from devlint.analysis.values import (
+    Kind,
+    Placement,
+    Value,
+    Where,
+    made_by_factory,
+    mismatch,
+    sequence_items,
+)
 
 
 def operands(node: ast.AST, flow: DeviceFlow) -> list[tuple[ast.expr, Value]]:
@@ -131,4 +139,18 @@ def first_cpu_operand(
     for node, value in pairs:
         if value.is_cpu_tensor():
             return node, value
+    return None
+
+
+def first_cpu_sequence(
+    pairs: list[tuple[ast.expr, Value]],
+) -> Optional[tuple[ast.expr, Value]]:
+    """A tuple or list all of whose tensors are on the CPU (an LSTM's `(h0, c0)`), with the
+    first of them."""
+    for node, value in pairs:
+        if value.kind is not Kind.SEQUENCE:
+            continue
+        items = sequence_items(value)
+        if items and all(item.is_cpu_tensor() for item in items):
+            return node, items[0]
     return None

@@ -68,6 +68,8 @@ class Value:
     # not `nn.LSTM`'s tuple, not a container of other layers), so its output is no array.
     returns_tensor: bool = False
     empty: bool = False  # an empty list or tuple literal: it holds nothing yet
+    # For modules of a class of this file: its name (what `model.init_hidden(n)` runs).
+    class_name: str = ""
 
     @property
     def where(self) -> Where:

@@ -12,6 +12,7 @@ from devlint.analysis.operations import (
     cpu_factory,
     find_mismatch,
     first_cpu_operand,
+    first_cpu_sequence,
     operands,
 )
 from devlint.analysis.prefilter import CPU_TENSOR_SOURCE, DEVICE_OR_INPUT_SOURCE
@@ -42,7 +43,10 @@ class MissingDeviceMove(FlowRule):
     module on a device, is reported in the caller, at its factory or argument.
     A function of another project file is read from its summary: which of its
     parameters one operation combines (`blend(x, torch.randn(4))`, where
-    `blend` adds them) and which parameter's device its result stays on.
+    `blend` adds them) and which parameter's device its result stays on. A
+    tuple or list whose every tensor is on the CPU counts as a CPU input (an
+    LSTM's `(h0, c0)`), and a helper method of the file's module class called
+    on an instance (`model.init_hidden(n)`) is analysed like a helper function.
 
     In a module's `forward` and the methods it calls, its registered buffers and
     parameters, its torch layers (`self.proj`) and their `weight` and `bias`
@@ -88,6 +92,16 @@ class MissingDeviceMove(FlowRule):
     required_patterns = (DEVICE_OR_INPUT_SOURCE, CPU_TENSOR_SOURCE)
 
     VALID = (
+        "import torch\nfrom torch import nn\n"
+        "class Tagger(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n"
+        "        self.lstm = nn.LSTM(8, 16)\n"
+        "    def init_hidden(self, n, device):\n"
+        "        return torch.zeros(1, n, 16, device=device), torch.zeros(1, n, 16, device=device)\n"
+        "    def forward(self, x, hidden):\n        return self.lstm(x, hidden)\n"
+        "device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+        "model = Tagger().to(device)\n"
+        "hidden = model.init_hidden(4, device)\nout = model(torch.randn(5, 4, 8).to(device), hidden)",
         # a helper of the file moves the batch's tensors in place
         "import torch\nfrom torch import nn\nfrom torch.utils.data import DataLoader\n"
         "def to_gpu(batch):\n    batch['x'] = batch['x'].cuda()\n"
@@ -214,6 +228,21 @@ class MissingDeviceMove(FlowRule):
         "def run():\n    return scale(torch.ones(3), torch.ones(3))",
     )
     INVALID = (
+        Invalid(
+            "import torch\nfrom torch import nn\n"
+            "class Tagger(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n"
+            "        self.lstm = nn.LSTM(8, 16)\n"
+            "    def init_hidden(self, n):\n"
+            "        return torch.zeros(1, n, 16), torch.zeros(1, n, 16)\n"
+            "    def forward(self, x, hidden):\n        return self.lstm(x, hidden)\n"
+            "device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+            "model = Tagger().to(device)\n"
+            "hidden = model.init_hidden(4)\nout = model(torch.randn(5, 4, 8).to(device), hidden)",
+            14,
+            46,
+            "`hidden` holds tensors on the CPU (created on the CPU by `torch.zeros(...)` at line 8)",
+        ),
         Invalid(
             # a layer's weight moves with the module
             "import torch\nfrom torch import nn\nclass Tied(nn.Module):\n"
@@ -471,17 +500,24 @@ class MissingDeviceMove(FlowRule):
         self, node: ast.Call, module: Value, arguments: list[tuple[ast.expr, Value]]
     ) -> None:
         found = first_cpu_operand(arguments)
+        held = found is None
+        found = found or first_cpu_sequence(arguments)  # `model(x, (h0, c0))`
         if found is None:
             return
         argument, value = found
         citations = Citations()
         cpu_evidence = citations.of(value.placement)
         module_evidence = citations.of(module.placement)
+        shown = f"`{self.analysis.source_of(argument)}`"
+        where = (
+            f"holds tensors on the CPU ({cpu_evidence})"
+            if held
+            else f"is on the CPU ({cpu_evidence})"
+        )
         self.report(
             argument,
-            f"`{self.analysis.source_of(argument)}` is on the CPU ({cpu_evidence}) but "
-            f"`{self.analysis.source_of(node.func)}` was {module_evidence}: move the input "
-            f"{self._module_move(module, argument)}",
+            f"{shown} {where} but `{self.analysis.source_of(node.func)}` was {module_evidence}: "
+            f"move {'each of them' if held else 'the input'} {self._module_move(module, argument)}",
             citations.cited(),
         )
 
@@ -682,10 +718,9 @@ class MissingDeviceMove(FlowRule):
         evidence = input_value.placement.evidence
         if input_value.kind is not Kind.TENSOR:
             follows = "which follows the module's device"
-        elif _on_module_device(input_value):
-            follows = f"which is on the module's device ({evidence})"
         else:
-            follows = f"which is on the caller's device ({evidence})"
+            place = "module" if _on_module_device(input_value) else "caller"
+            follows = f"which is on the {place}'s device" + (f" ({evidence})" if evidence else "")
         where = "inside `forward` " if input_value.kind is not Kind.TENSOR else ""
         factory = cpu_factory(value, created)
         if factory is not None:
