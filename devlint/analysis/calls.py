@@ -713,10 +713,12 @@ class CallEvaluator:
             )
         # A module accepting an input on a device runs on that device, and so is its output;
         # given one that may be on a device (on some paths), its output may be there too.
+        unproven = callee.kind is Kind.UNKNOWN  # a model's output, or a metric's number
         for wheres in ((Where.DEVICE, Where.INPUT), (Where.MAYBE_DEVICE,)):
             for argument_value in arguments:
                 if argument_value.where in wheres and not argument_value.scalar:
-                    return Value(Kind.TENSOR, argument_value.placement, module_output=True)
+                    placement = argument_value.placement
+                    return Value(Kind.TENSOR, placement, module_output=True, unproven=unproven)
         return UNKNOWN
 
     def _method(

@@ -123,8 +123,9 @@ class Mismatch:
     cpu_value: Value
 
 
-def find_mismatch(pairs: list[tuple[ast.expr, Value]]) -> Optional[Mismatch]:
-    found = mismatch(value for _, value in pairs)
+def find_mismatch(pairs: list[tuple[ast.expr, Value]], proven: bool = False) -> Optional[Mismatch]:
+    """The first tensor on a device and CPU tensor among the operands (see `mismatch`)."""
+    found = mismatch((value for _, value in pairs), proven)
     if found is None:
         return None
     on_device, on_cpu = found

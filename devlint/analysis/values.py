@@ -70,6 +70,10 @@ class Value:
     empty: bool = False  # an empty list or tuple literal: it holds nothing yet
     # For modules of a class of this file: its name (what `model.init_hidden(n)` runs).
     class_name: str = ""
+    # What a callable of unknown kind returned from tensors on a device: a tensor there if it
+    # is a model, but a metric's Python number too. A tensor method proves a tensor, and so
+    # does a loss taking it; until then it is no side of a mismatch.
+    unproven: bool = False
 
     @property
     def where(self) -> Where:
@@ -193,7 +197,7 @@ def combine(operands: Iterable[Value]) -> Value:
     """
     placements: list[Placement] = []
     scalar = True
-    module_output = False
+    module_output = unproven = False
     unknown = anchored = False
     for operand in operands:
         if operand.kind is Kind.SCALAR:
@@ -205,6 +209,7 @@ def combine(operands: Iterable[Value]) -> Value:
         if operand.where is Where.CPU and operand.scalar:
             continue
         placements.append(operand.placement)
+        unproven = unproven or operand.unproven
         scalar = scalar and operand.scalar
         anchored = anchored or (
             operand.kind is Kind.TENSOR and operand.where in (Where.DEVICE, Where.INPUT)
@@ -214,14 +219,17 @@ def combine(operands: Iterable[Value]) -> Value:
     first = placements[0]
     if any(not first.same_place(other) for other in placements[1:]):
         return UNKNOWN  # a device mismatch: reported where it happens, not downstream
-    return Value(Kind.TENSOR, first, scalar=scalar, module_output=module_output)
+    return Value(Kind.TENSOR, first, scalar=scalar, module_output=module_output, unproven=unproven)
 
 
-def mismatch(operands: Iterable[Value]) -> Optional[tuple[Value, Value]]:
-    """A tensor on a device and a non-scalar tensor on the CPU among the operands, if any."""
+def mismatch(operands: Iterable[Value], proven: bool = False) -> Optional[tuple[Value, Value]]:
+    """A tensor on a device and a non-scalar tensor on the CPU among the operands, if any;
+    ``proven``: the operation itself proves its operands tensors (a loss)."""
     on_device: Optional[Value] = None
     on_cpu: Optional[Value] = None
     for operand in operands:
+        if operand.unproven and not proven:
+            continue
         if operand.is_on_device() and on_device is None:
             on_device = operand
         elif operand.is_cpu_tensor() and on_cpu is None:
@@ -242,6 +250,8 @@ def cannot_meet(cpu_tensor: Value, partner: Value) -> bool:
     """Whether a CPU tensor cannot meet ``partner`` in one operation: a tensor on a device, or
     on the device a module's or a function's inputs are on. A tensor parameter's device is the
     caller's: only a factory's tensor is evidence against it (as in a helper's own code)."""
+    if partner.unproven:
+        return False
     if partner.is_on_device():
         return True
     return (

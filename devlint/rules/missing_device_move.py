@@ -665,7 +665,7 @@ class MissingDeviceMove(FlowRule):
         )
 
     def _check_loss(self, arguments: list[tuple[ast.expr, Value]]) -> None:
-        found = find_mismatch(arguments[:2])
+        found = find_mismatch(arguments[:2], proven=True)  # a loss takes tensors
         if found is None:
             return
         citations = Citations()
