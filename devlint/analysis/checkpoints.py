@@ -312,11 +312,9 @@ class CheckpointEvidence:
         scope: Scope,
         statement: Optional[cst.CSTNode],
         classes: Sequence[str] = (),
-        beside: Callable[[str], Optional[str]] = lambda name: None,
     ) -> LoadEvidence:
         """What the file says about ``load``, made in ``scope`` (inside a class whose own name
-        and bases' are ``classes``); ``beside``: the script beside the file that saves a file
-        name from CPU values, if any (see `project.saved_beside`)."""
+        and bases' are ``classes``)."""
         path = argument(load, 0, "f")
         if path is None:
             return LoadEvidence()
@@ -362,9 +360,6 @@ class CheckpointEvidence:
                 and not _from_caller(value, saving_scope)
             ):
                 return LoadEvidence(safe="saved by this file from CPU values")
-        saver = beside(name) if checkpoint is None and name is not None else None
-        if saver is not None:
-            return LoadEvidence(safe=f'`{saver}` beside it saves "{name}", from the CPU')
         if checkpoint is None and _is_dataset(classes) and not self._used_as_model(load, statement):
             # A dataset's tensors feed a DataLoader, which prepares them on the CPU.
             return LoadEvidence(safe="a dataset's data file: its loader reads CPU tensors")

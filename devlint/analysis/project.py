@@ -69,46 +69,6 @@ def stamped_summary(path: str) -> Optional[Stamped]:
     return stamped
 
 
-_MAX_SIBLINGS = 100  # a folder with more scripts is not searched for the one saving a file
-
-
-def saved_beside(path: str, name: str) -> Optional[str]:
-    """The script beside ``path`` (in its folder) that saves the file ``name`` with
-    `torch.save`, where every script there that saves it places nothing on a device: what it
-    saves are CPU values (`train.py` saving "char-rnn.pt", `predict.py` loading it). None
-    where no script saves it, or one that does places something on a device. Every script
-    read is a dependency of ``path``'s result."""
-    linted = Path(os.path.abspath(path))
-    if not linted.is_file():
-        return None  # a snippet or an unsaved buffer: nothing beside it to read
-    try:
-        siblings = sorted(p for p in linted.parent.glob("*.py") if p != linted)
-    except OSError:
-        return None
-    if len(siblings) > _MAX_SIBLINGS:
-        return None
-    savers: list[Path] = []
-    for sibling in siblings:
-        stamped = stamped_summary(str(sibling))
-        if stamped is None:
-            continue
-        _record(path, str(sibling), stamped)
-        summary = stamped.summary
-        if summary is not None and name in summary.get("saves", ()):
-            if summary.get("places_on_device", True):
-                return None
-            savers.append(sibling)
-    return savers[0].name if savers else None
-
-
-def _record(linted: str, consulted: str, stamped: Stamped) -> None:
-    _DEPENDENCIES.setdefault(linted, {})[consulted] = [
-        stamped.mtime_ns,
-        stamped.size,
-        stamped.digest,
-    ]
-
-
 def take_dependencies(path: str) -> dict[str, list[object]]:
     """The dependencies the lint of ``path`` recorded (and forget them)."""
     return _DEPENDENCIES.pop(path, {})
@@ -213,7 +173,7 @@ class ProjectView:
         if not imports:
             return None
         real = Path(os.path.abspath(path))
-        _DEPENDENCIES.setdefault(path, {})
+        _DEPENDENCIES[path] = {}
         return cls(real, imports, search_roots(real), path, tree)
 
     def lookup(self, dotted: Optional[str]) -> Optional[Found]:
@@ -270,7 +230,11 @@ class ProjectView:
         stamped = stamped_summary(module)
         if stamped is None:
             return None
-        _record(self.linted, module, stamped)
+        _DEPENDENCIES.setdefault(self.linted, {})[module] = [
+            stamped.mtime_ns,
+            stamped.size,
+            stamped.digest,
+        ]
         summary = stamped.summary
         if summary is None:
             return None

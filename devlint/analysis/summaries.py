@@ -23,11 +23,10 @@ import ast
 import hashlib
 import json
 from collections.abc import Callable, Iterator
-from typing import Any, Optional, cast
+from typing import Any, Optional
 
 from devlint.analysis.parameters import FunctionNode
-from devlint.analysis.syntax import dotted_name, keyword_value, nodes_below, string_value
-from devlint.analysis.syntax_screen import moves_to_device
+from devlint.analysis.syntax import dotted_name, keyword_value
 from devlint.analysis.torch_api import (
     COMBINING_FUNCTIONS,
     DEVICE_MOVES,
@@ -50,7 +49,7 @@ _ELEMENTWISE_COMPARISONS = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
 _SUSPENDING = (ast.Yield, ast.YieldFrom, ast.Await)
 # Reads of a tensor's device: code that reads one may align its operands itself.
 _DEVICE_AWARE = frozenset({"device", "is_cuda", "get_device", "type_as", "type"})
-FORMAT = 4
+FORMAT = 3
 
 
 def summary_digest(summary: Summary) -> str:
@@ -94,31 +93,6 @@ class _Summariser:
         self.tree = tree
         self.imports = imported_names(tree)
         self.classes = {s.name: s for s in tree.body if isinstance(s, ast.ClassDef)}
-
-    def saves(self) -> Summary:
-        """The file names the file's `torch.save` calls write (`torch.save(x, "w.pt")`,
-        `torch.save(x, os.path.join(d, "w.pt"))`: "w.pt"), and whether it places anything on
-        a device (`.cuda()`, `.to(d)`, `device=d`, a "cuda" string): one walk."""
-        names: set[str] = set()
-        places = False
-        for node in nodes_below(self.tree):
-            kind = type(node)
-            if kind is ast.Constant:
-                value = node.value  # type: ignore[attr-defined]
-                places = places or (type(value) is str and value.startswith("cuda"))
-            if kind is not ast.Call:
-                continue
-            call = cast(ast.Call, node)
-            places = places or moves_to_device(call)
-            if len(call.args) < 2 or self.qualified(call.func) != "torch.save":
-                continue
-            path = call.args[1]
-            if isinstance(path, ast.Call) and path.args:
-                path = path.args[-1]  # `os.path.join(folder, "w.pt")`
-            text = string_value(path)
-            if text is not None:
-                names.add(text.replace("\\", "/").rpartition("/")[2])
-        return {"saves": sorted(names), "places_on_device": places}
 
     def qualified(self, node: ast.AST) -> str:
         """A dotted name with its imported head replaced: `nn.Module` -> `torch.nn.Module`;
@@ -419,7 +393,4 @@ def summarise(tree: ast.Module) -> Summary:
             for statement in tree.body
             if isinstance(statement, _FUNCTIONS)
         },
-        # The file names its `torch.save` calls write, and whether it places anything on a
-        # device: a script that never does saves CPU values (read for DEV008 beside it).
-        **summariser.saves(),
     }

@@ -5,7 +5,6 @@ import libcst as cst
 from devlint.analysis.checkpoints import CheckpointEvidence
 from devlint.analysis.devices import argument, has_star_kwargs
 from devlint.analysis.prefilter import TORCH_LOAD
-from devlint.analysis.project import saved_beside
 from devlint.context import FileContext, NodeEdit, RawFix
 from devlint.diagnostics import Applicability
 from devlint.rules.base import Invalid, Rule
@@ -67,13 +66,6 @@ class LoadWithoutMapLocation(Rule):
       nothing of where the caller's tensors live). A processed dataset file.
       Not when the loading function takes the path from its caller: that may
       name any file.
-    - **Saved by a CPU-only script beside it** (silent): a script in the same
-      folder saves the file name the load reads (`torch.save(rnn,
-      "char-rnn.pt")` in `train.py`, `torch.load("char-rnn.pt")` in
-      `predict.py`) and places nothing on a device (no `.cuda()`, `.to(...)`,
-      `device=` or "cuda" string); every script there that saves the name must
-      be so. Not for a checkpoint. The scripts read are dependencies of the
-      result: a change to them re-lints the loading file.
 
     Paths match by how they are written (`path`, `tmp.name` as `tmp`,
     `open(path, "wb")` as `path`, `self.processed_paths[0]`), never by guessing
@@ -378,10 +370,7 @@ class LoadWithoutMapLocation(Rule):
         assert statement is None or isinstance(statement, cst.CSTNode)
         enclosing = self.context.scopes.current_class()
         classes = () if enclosing is None else (enclosing.name, *enclosing.bases)
-        path = self.context.path
-        evidence = self._evidence.evidence(
-            node, scope, statement, classes, beside=lambda name: saved_beside(path, name)
-        )
+        evidence = self._evidence.evidence(node, scope, statement, classes)
         if evidence.safe is not None:
             return
         why = "" if evidence.checkpoint is None else f" ({evidence.checkpoint})"
