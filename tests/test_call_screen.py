@@ -48,6 +48,12 @@ def test_every_invalid_example_passes_its_rules_test(rule: type[Rule]) -> None:
         ("DEV010", "x = x.to(torch.device('cuda', 2))"),
         ("DEV010", "x = torch.zeros(3, device='cuda:1')"),
         ("DEV014", "from torch.cuda import synchronize as sync\nsync()"),
+        # one `as` name, two imports: the later one is what the call runs
+        (
+            "DEV013",
+            "def other():\n    from contextlib import nullcontext as use\n"
+            "from torch import set_default_device as use\nuse('cuda')",
+        ),
         ("DEV016", "import torch\nx = torch.zeros(3, dtype=torch.float64, device='mps:0')"),
         (
             "DEV016",
@@ -88,7 +94,7 @@ def test_facts() -> None:
     assert facts.called_methods == {"to", "cpu"}
     assert facts.moved_receivers == {"opt"}  # a call's result is no dotted name
     assert {"torch", "cuda", "tc", "synchronize", "sync", "opt"} <= facts.attribute_names
-    assert facts.cuda_calls == {"synchronize"}
+    assert facts.cuda_calls == {"sync", "synchronize"}  # the alias, and what it stands for
     assert facts.mps_device and not facts.ordinal_argument
     assert not facts.cuda_device_keyword and not facts.cuda_literal_callees
 

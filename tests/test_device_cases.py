@@ -89,6 +89,10 @@ def _runs(body: str, device: str = "cpu") -> bool:
         ("if torch.cuda.is_available():\n    TARGET()", False),  # about devices: unread
         ("if not torch.cuda.is_available():\n    return\nTARGET()", False),
         ("for x in xs:\n    if device == 'cpu':\n        continue\n    TARGET()", False),
+        ("if device == 'cuda':\n    pass\nelse:\n    return\nTARGET()", False),
+        ("if device == 'cpu':\n    pass\nelse:\n    return\nTARGET()", True),
+        ("assert device == 'cuda'\nTARGET()", False),
+        ("assert dtype is not None\nTARGET()", True),
         ("with ctx():\n    TARGET()", True),
         ("try:\n    TARGET()\nexcept RuntimeError:\n    pass", False),  # may catch it
     ],

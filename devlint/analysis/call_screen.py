@@ -15,10 +15,10 @@ would report on; each rule's examples are checked against its test (tests/test_c
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass, field
 from typing import Union, cast
 
+from devlint.analysis.devices import ORDINAL_STRING
 from devlint.analysis.syntax import cuda_literal, nodes_below
 from devlint.analysis.torch_api import DEVICE_MOVES
 
@@ -26,13 +26,13 @@ from devlint.analysis.torch_api import DEVICE_MOVES
 _DEVICE_KEYWORDS = frozenset({"device", "type", "index"})
 # Calls whose first arguments name a device: moves, `torch.device`, `torch.cuda.set_device`.
 _DEVICE_CALLS = frozenset({"to", "cuda", "device", "set_device"})
-_ORDINAL_STRING = re.compile(r"cuda:(\d+)\Z")
 
 
 @dataclass(frozen=True)
 class CallFacts:
     """What a file's calls, literals and imports hold. A function imported under another name
-    (`from torch.cuda import synchronize as sync`) counts under its own name too."""
+    (`from torch.cuda import synchronize as sync`) counts under its own name too, among the
+    functions called, the callees of literals and ordinals, and the calls through `cuda`."""
 
     # The methods it calls (`x.cuda()`: "cuda") and the functions (`f()`: "f").
     called_methods: frozenset[str]
@@ -84,7 +84,8 @@ class _Reading:
     functions: set[str] = field(default_factory=set)
     attributes: set[str] = field(default_factory=set)
     receivers: set[str] = field(default_factory=set)
-    aliases: dict[str, str] = field(default_factory=dict)  # `as` name -> the name imported
+    # `as` name -> every name imported under it (imports in functions and branches differ)
+    aliases: dict[str, set[str]] = field(default_factory=dict)
     cuda_calls: set[str] = field(default_factory=set)
     # The last names of the calls headed by each name (`a.b.f()`: "a" -> "f"), and the names
     # imports bind to something under a `cuda` module.
@@ -143,17 +144,18 @@ class _Reading:
             bound = alias.asname or path[0]
             if alias.asname is not None:
                 self.attributes.add(alias.asname)
-                self.aliases[alias.asname] = path[-1]
+                self.aliases.setdefault(alias.asname, set()).add(path[-1])
             if from_cuda or (alias.asname is not None and "cuda" in path) or bound == "cuda":
                 self.cuda_heads.add(bound)
 
     def finish(self) -> CallFacts:
         def resolved(names: set[str]) -> frozenset[str]:
-            return frozenset(names).union(self.aliases[n] for n in names if n in self.aliases)
+            return frozenset(names).union(*(self.aliases.get(name, ()) for name in names))
 
         for head in self.cuda_heads.intersection(self.calls_by_head):
             called = self.calls_by_head[head]
-            self.cuda_calls.update(self.aliases.get(last, last) for last in called)
+            self.cuda_calls.update(called)
+            self.cuda_calls.update(*(self.aliases.get(last, ()) for last in called))
         return CallFacts(
             called_methods=frozenset(self.methods),
             called_functions=resolved(self.functions),
@@ -203,7 +205,7 @@ def _names_ordinal(node: ast.expr, inside: bool = False) -> bool:
     value = node.value
     if type(value) is int:
         return value >= 1
-    match = _ORDINAL_STRING.match(value) if type(value) is str else None
+    match = ORDINAL_STRING.match(value) if type(value) is str else None
     return match is not None and int(match.group(1)) >= 1
 
 

@@ -713,11 +713,14 @@ class CallEvaluator:
             )
         # A module accepting an input on a device runs on that device, and so is its output;
         # given one that may be on a device (on some paths), its output may be there too.
-        unproven = callee.kind is Kind.UNKNOWN  # a model's output, or a metric's number
         for wheres in ((Where.DEVICE, Where.INPUT), (Where.MAYBE_DEVICE,)):
             for argument_value in arguments:
                 if argument_value.where in wheres and not argument_value.scalar:
                     placement = argument_value.placement
+                    # A script's callable of unknown kind given tensors it moved: a model's
+                    # output, or a metric's number. (A library function's callable argument
+                    # applied to its caller's tensors is read as the rest of its code is.)
+                    unproven = callee.kind is Kind.UNKNOWN and placement.where is Where.DEVICE
                     return Value(Kind.TENSOR, placement, module_output=True, unproven=unproven)
         return UNKNOWN
 
@@ -750,12 +753,14 @@ class CallEvaluator:
             reduced = method in REDUCTIONS and not has_arguments(node)
             # `.flatten()` or `.sum()` of a module's output may still be an array; `.detach()`
             # proves a tensor.
-            module_output = receiver.module_output and method not in TENSOR_ONLY_ATTRIBUTES
+            # (`.sum()` of a number's array keeps it unproven; `.detach()` proves a tensor)
+            only_tensors = method in TENSOR_ONLY_ATTRIBUTES
             return Value(
                 Kind.TENSOR,
                 receiver.placement,
                 scalar=receiver.scalar or reduced,
-                module_output=module_output,
+                module_output=receiver.module_output and not only_tensors,
+                unproven=receiver.unproven and not only_tensors,
             )
         if tensor_like and method in NEW_METHODS:
             return self._created(

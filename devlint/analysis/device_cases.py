@@ -157,11 +157,31 @@ def _reaches(
                 return found
             truth = _evaluate(test, case, about_devices)
             return truth is _Truth.EITHER or truth is when
-        if isinstance(statement, cst.If) and suite_exits(statement.body):
-            truth = _evaluate(statement.test, case, about_devices)
-            if truth is not _Truth.FALSE and truth is not _Truth.EITHER:
-                return False  # it exits in this case, or may: the target is not shown to run
+        if not _may_pass(statement, case, about_devices):
+            return False  # it exits in this case, or may: the target is not shown to run
     return None
+
+
+def _may_pass(
+    statement: cst.CSTNode, case: DeviceCase, about_devices: Callable[[cst.CSTNode], bool]
+) -> bool:
+    """Whether the code after ``statement`` runs in ``case`` for some values of the test's
+    other parameters: an `if` that exits on one side, or an `assert`, may stop it."""
+    if isinstance(statement, cst.SimpleStatementLine):
+        for small in statement.body:
+            if isinstance(small, cst.Assert):
+                truth = _evaluate(small.test, case, about_devices)
+                if truth is not _Truth.TRUE and truth is not _Truth.EITHER:
+                    return False
+        return True
+    if not isinstance(statement, cst.If):
+        return True
+    truth = _evaluate(statement.test, case, about_devices)
+    if suite_exits(statement.body) and truth not in (_Truth.FALSE, _Truth.EITHER):
+        return False
+    orelse = statement.orelse
+    exits_else = isinstance(orelse, cst.Else) and suite_exits(orelse.body)
+    return not (exits_else and truth not in (_Truth.TRUE, _Truth.EITHER))
 
 
 def _blocks(

@@ -8,6 +8,7 @@ from typing import Optional
 import libcst as cst
 
 CUDA_STRING = re.compile(r"cuda(:\d+)?\Z")  # "cuda", "cuda:0": a CUDA device, written out
+ORDINAL_STRING = re.compile(r"cuda:(\d+)\Z")  # "cuda:1": the GPU index, as a group
 
 
 def string_value(node: cst.BaseExpression) -> Optional[str]:

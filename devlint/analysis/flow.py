@@ -69,6 +69,7 @@ from devlint.analysis.values import (
     cpu_loader,
     join,
     join_all,
+    sequence_items,
 )
 
 _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -358,7 +359,7 @@ class DeviceFlow(CallContexts):
         return {
             name: join_all(site[name] for site in bound)
             for name in bound[0]
-            if all(name in site and site[name].where is Where.CPU for site in bound)
+            if all(name in site and _on_cpu(site[name]) for site in bound)
         }
 
     def _calls_written(self) -> Counter[str]:
@@ -632,6 +633,14 @@ class DeviceFlow(CallContexts):
             env[dotted] = value
             if self.recording and value is not UNKNOWN:
                 self.values[target] = value
+
+
+def _on_cpu(value: Value) -> bool:
+    """On the CPU, or a list or tuple whose every item is (`[torch.zeros(2)]`)."""
+    if value.kind is Kind.SEQUENCE:
+        items = sequence_items(value)
+        return bool(items) and all(item.where is Where.CPU for item in items)
+    return value.where is Where.CPU
 
 
 def forget_attributes(env: Env, name: str) -> None:

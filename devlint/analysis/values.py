@@ -113,7 +113,10 @@ def join(first: Value, second: Value) -> Value:
         if maybe is not None and first.kind is Kind.MODULE:
             # `if use_gpu: model.cuda()`: what it computes may be on a device
             both_return_tensors = first.returns_tensor and second.returns_tensor
-            return Value(Kind.MODULE, maybe, returns_tensor=both_return_tensors)
+            same_class = first.class_name if first.class_name == second.class_name else ""
+            return Value(
+                Kind.MODULE, maybe, returns_tensor=both_return_tensors, class_name=same_class
+            )
         if maybe is not None:
             return Value(Kind.TENSOR, maybe)
         return Value(kind, scalar=first.scalar and second.scalar)
@@ -121,9 +124,16 @@ def join(first: Value, second: Value) -> Value:
         kind is first.kind
         and first.scalar == second.scalar
         and first.cpu_weight == second.cpu_weight
+        and first.unproven == second.unproven
     ):
         return first
-    return Value(kind, first.placement, scalar=first.scalar and second.scalar)
+    return Value(
+        kind,
+        first.placement,
+        scalar=first.scalar and second.scalar,
+        unproven=first.unproven or second.unproven,
+        class_name=first.class_name if first.class_name == second.class_name else "",
+    )
 
 
 def _maybe_on_device(first: Value, second: Value) -> Optional[Placement]:

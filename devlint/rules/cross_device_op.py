@@ -200,7 +200,8 @@ class CrossDeviceOp(FlowRule):
         parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         for index in parts:
             value = flow.value_of(index)
-            if value.kind is Kind.TENSOR and value.is_on_device() and not value.scalar:
+            proven = value.kind is Kind.TENSOR and not value.unproven
+            if proven and value.is_on_device() and not value.scalar:
                 citations = Citations()
                 cpu_evidence = citations.of(table.placement)
                 device_evidence = citations.of(value.placement)

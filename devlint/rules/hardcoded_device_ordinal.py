@@ -6,11 +6,10 @@ from typing import Optional
 import libcst as cst
 
 from devlint.analysis.call_screen import CallFacts
-from devlint.analysis.devices import argument, string_value
+from devlint.analysis.devices import ORDINAL_STRING, argument, string_value
 from devlint.analysis.prefilter import Confirmed, literal_led
 from devlint.rules.base import Invalid, Rule
 
-_ORDINAL_STRING = re.compile(r"cuda:(\d+)\Z")
 # "cuda:N" with N > 0, or a non-zero integer literal where a device goes (`.cuda(1)`,
 # `device=1`, `set_device(1)`, `torch.device("cuda", 1)`, `index=1`).
 _ORDINAL_TAIL = r"\s*(?:0[xXoObB])?\d*[1-9]"
@@ -35,7 +34,7 @@ def _ordinal(node: cst.BaseExpression) -> Optional[int]:
     """The GPU index a literal names: `"cuda:1"` or `1`."""
     value = string_value(node)
     if value is not None:
-        match = _ORDINAL_STRING.match(value)
+        match = ORDINAL_STRING.match(value)
         return int(match.group(1)) if match else None
     if isinstance(node, cst.Integer):
         return int(node.value, 0)

@@ -500,7 +500,7 @@ class MissingDeviceMove(FlowRule):
         self, node: ast.Call, module: Value, arguments: list[tuple[ast.expr, Value]]
     ) -> None:
         found = first_cpu_operand(arguments)
-        held = found is None
+        from_sequence = found is None
         found = found or first_cpu_sequence(arguments)  # `model(x, (h0, c0))`
         if found is None:
             return
@@ -511,13 +511,13 @@ class MissingDeviceMove(FlowRule):
         shown = f"`{self.analysis.source_of(argument)}`"
         where = (
             f"holds tensors on the CPU ({cpu_evidence})"
-            if held
+            if from_sequence
             else f"is on the CPU ({cpu_evidence})"
         )
         self.report(
             argument,
             f"{shown} {where} but `{self.analysis.source_of(node.func)}` was {module_evidence}: "
-            f"move {'each of them' if held else 'the input'} {self._module_move(module, argument)}",
+            f"move {'each of them' if from_sequence else 'the input'} {self._module_move(module, argument)}",
             citations.cited(),
         )
 

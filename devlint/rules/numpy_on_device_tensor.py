@@ -71,6 +71,9 @@ class NumpyOnDeviceTensor(FlowRule):
     required_patterns = (DEVICE_SOURCE_OR_TENSOR_TYPE,)
 
     VALID = (
+        # every call in the file passes CPU tensors: the callers' word
+        "from typing import List\nimport torch\ndef to_arrays(ts: List[torch.Tensor]):\n"
+        "    return [t.numpy() for t in ts]\nout = to_arrays([torch.zeros(2)])",
         "from typing import List\nimport torch\n"
         "def to_arrays(embeddings: List[torch.Tensor], weights: List[float]):\n"
         "    return [e.cpu().numpy() for e in embeddings] + [w for w in weights]",

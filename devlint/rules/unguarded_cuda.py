@@ -148,6 +148,14 @@ class UnguardedCuda(Rule):
         "import pytest, torch\n@pytest.mark.parametrize('device', ['cpu', 'cuda'])\n"
         "def test_move(device):\n    if torch.cuda.is_available():\n        x = torch.zeros(2).cuda()",
         "import pytest, torch\n@pytest.mark.parametrize('device', ['cpu', 'cuda'])\n"
+        "def test_move(device):\n    gpu = torch.cuda.is_available()\n    if gpu:\n"
+        "        x = torch.zeros(2).cuda()",
+        "import pytest, torch\n@pytest.mark.parametrize('device', ['cpu', 'cuda'])\n"
+        "def test_move(device):\n    if device == 'cuda':\n        pass\n    else:\n"
+        "        pytest.skip('gpu')\n    x = torch.zeros(2).cuda()",
+        "import pytest, torch\n@pytest.mark.parametrize('device', ['cpu', 'cuda'])\n"
+        "def test_move(device):\n    assert torch.cuda.is_available()\n    x = torch.zeros(2).cuda()",
+        "import pytest, torch\n@pytest.mark.parametrize('device', ['cpu', 'cuda'])\n"
         "def test_move(device):\n    x = torch.zeros(2).cuda() if device == 'cuda' else None",
         "import pytest\nimport torch\ndef test_no_gpu():\n    with pytest.raises(RuntimeError):\n        torch.zeros(3).cuda()",
         "x = x.to(device)",
@@ -442,9 +450,15 @@ class UnguardedCuda(Rule):
         statement = self.context.current_statement()
         if not isinstance(statement, cst.CSTNode) or _chooses_within(statement):
             return
-        mentions_device = self.context.guards.classifier.mentions_device
+        classifier = self.context.guards.classifier
+
+        def about_devices(test: cst.CSTNode) -> bool:
+            # an availability check (a guard variable, an imported `is_available`) or a
+            # device choice
+            return isinstance(test, cst.BaseExpression) and classifier.classify(test) is not None
+
         for case in cases:
-            if runs_in_case(test.body.body, statement, case, mentions_device):
+            if runs_in_case(test.body.body, statement, case, about_devices):
                 self.report(
                     node,
                     f"{construct} also runs in the `{case.parameter}={case.device!r}` case of "
