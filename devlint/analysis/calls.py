@@ -717,10 +717,10 @@ class CallEvaluator:
             for argument_value in arguments:
                 if argument_value.where in wheres and not argument_value.scalar:
                     placement = argument_value.placement
-                    # A script's callable of unknown kind given tensors it moved: a model's
-                    # output, or a metric's number. (A library function's callable argument
-                    # applied to its caller's tensors is read as the rest of its code is.)
-                    unproven = callee.kind is Kind.UNKNOWN and placement.where is Where.DEVICE
+                    # A script's callable of unknown kind given two tensors it moved
+                    # (`metric(output, target)`): a metric's number as much as a tensor.
+                    compared = sum(a.where is Where.DEVICE and not a.scalar for a in arguments)
+                    unproven = callee.kind is Kind.UNKNOWN and compared >= 2
                     return Value(Kind.TENSOR, placement, module_output=True, unproven=unproven)
         return UNKNOWN
 

@@ -54,11 +54,12 @@ class CrossDeviceOp(FlowRule):
     required_patterns = (DEVICE_SOURCE, CPU_TENSOR_SOURCE)
 
     VALID = (
-        # A metric function may return a Python number: its result proves no tensor.
+        # A metric of an output and a target may return a Python number: no tensor proven.
         "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
-        "model = model.to(device)\ntotals = torch.zeros(2)\nfor data in loader:\n"
-        "    output = model(data.to(device))\n"
-        "    for i, metric in enumerate(metric_fns):\n        totals[i] += metric(output) * 4",
+        "model = model.to(device)\ntotals = torch.zeros(2)\nfor data, target in loader:\n"
+        "    output, target = model(data.to(device)), target.to(device)\n"
+        "    for i, metric in enumerate(metric_fns):\n"
+        "        totals[i] += metric(output, target) * 4",
         # a CPU tensor beside an operand of unknown kind: where the result is, is unknown
         "import torch\ndef f(rate):\n    t = torch.zeros(3) * rate\n"
         "    return t + torch.ones(3).to('cuda')",
