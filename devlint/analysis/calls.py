@@ -712,15 +712,15 @@ class CallEvaluator:
                 module_output=not callee.returns_tensor,
             )
         # A module accepting an input on a device runs on that device, and so is its output;
-        # given one that may be on a device (on some paths), its output may be there too.
+        # given one that may be on a device (on some paths), its output may be there too. A
+        # callable of unknown kind given two tensors a script moved (`metric(output, target)`)
+        # may return a number as much as a tensor.
+        moved = sum(value.where is Where.DEVICE and not value.scalar for value in arguments)
+        unproven = callee.kind is Kind.UNKNOWN and moved >= 2
         for wheres in ((Where.DEVICE, Where.INPUT), (Where.MAYBE_DEVICE,)):
             for argument_value in arguments:
                 if argument_value.where in wheres and not argument_value.scalar:
                     placement = argument_value.placement
-                    # A script's callable of unknown kind given two tensors it moved
-                    # (`metric(output, target)`): a metric's number as much as a tensor.
-                    compared = sum(a.where is Where.DEVICE and not a.scalar for a in arguments)
-                    unproven = callee.kind is Kind.UNKNOWN and compared >= 2
                     return Value(Kind.TENSOR, placement, module_output=True, unproven=unproven)
         return UNKNOWN
 
@@ -751,9 +751,8 @@ class CallEvaluator:
         )
         if tensor_like and method in PLACEMENT_KEEPING_METHODS:
             reduced = method in REDUCTIONS and not has_arguments(node)
-            # `.flatten()` or `.sum()` of a module's output may still be an array; `.detach()`
-            # proves a tensor.
-            # (`.sum()` of a number's array keeps it unproven; `.detach()` proves a tensor)
+            # `.flatten()` or `.sum()` of a module's (or a metric's) output may still be an
+            # array; `.detach()` proves a tensor.
             only_tensors = method in TENSOR_ONLY_ATTRIBUTES
             return Value(
                 Kind.TENSOR,

@@ -70,9 +70,9 @@ class Value:
     empty: bool = False  # an empty list or tuple literal: it holds nothing yet
     # For modules of a class of this file: its name (what `model.init_hidden(n)` runs).
     class_name: str = ""
-    # What a callable of unknown kind returned from tensors on a device: a tensor there if it
-    # is a model, but a metric's Python number too. A tensor method proves a tensor, and so
-    # does a loss taking it; until then it is no side of a mismatch.
+    # What a callable of unknown kind returned from two tensors on a device (a metric of an
+    # output and a target): a tensor there, or a Python number. A tensor-only method proves a
+    # tensor, and so does a loss taking it; until then it is no side of a mismatch.
     unproven: bool = False
 
     @property
