@@ -70,7 +70,8 @@ class UnguardedCuda(Rule):
     there runs for the CPU or NPU case too, and fails on a machine without CUDA,
     whatever skip marks the CUDA case carries. It is reported where the body
     surely reaches it in such a case: the `if` statements around it and the
-    early exits before it are read with the parameter bound to that device
+    exits before it (an `if` or `else` that leaves, an `assert`) are read with
+    the parameter bound to that device
     (`if device == "cuda":` leaves it out; a test of something else, such as
     `dtype`, may go either way). A skip marker on the whole test, on its class
     or module, a skipping fixture, or an availability check around it silences
@@ -452,10 +453,12 @@ class UnguardedCuda(Rule):
             return
         classifier = self.context.guards.classifier
 
-        def about_devices(test: cst.CSTNode) -> bool:
+        def about_devices(condition: cst.CSTNode) -> bool:
             # an availability check (a guard variable, an imported `is_available`) or a
             # device choice
-            return isinstance(test, cst.BaseExpression) and classifier.classify(test) is not None
+            if not isinstance(condition, cst.BaseExpression):
+                return False
+            return classifier.classify(condition) is not None
 
         for case in cases:
             if runs_in_case(test.body.body, statement, case, about_devices):
