@@ -90,6 +90,8 @@ class RuleSet:
             for cls in ALL_RULES
             if cls.code in selected and cls.code not in _ENGINE_CODES and cls.applies_under(style)
         ]
+        # The LibCST rules with a structural test on CPython's tree (see `Rule.may_fire_in_tree`).
+        self.screening = frozenset(rule for rule in self.rules if rule.screens_tree())
         self._visit: _RuleHooks = {}
         self._leave: _RuleHooks = {}
         self._flow_visit: _FlowHooks = {}
@@ -429,8 +431,8 @@ def _lint_text(
     libcst_rules = [rule for rule in active if not isinstance(rule, FlowRule)]
     # CPython's tree serves the flow rules, the syntax check of files no other rule parses, and
     # the structural tests that may spare LibCST a file (where each LibCST rule has one).
-    screening = any(rule.screens_tree() for rule in libcst_rules)
-    screened = bool(libcst_rules) and all(rule.screens_tree() for rule in libcst_rules)
+    screening = any(rule in rules.screening for rule in libcst_rules)
+    screened = bool(libcst_rules) and all(rule in rules.screening for rule in libcst_rules)
     wanted = flow_rules or not libcst_rules or screened
     syntax_tree = parsed or (_syntax_tree(source) if wanted else None)
     if syntax_tree is not None and screening:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Union, cast
 
 from devlint.analysis.devices import ORDINAL_STRING
-from devlint.analysis.syntax import cuda_literal, nodes_below
+from devlint.analysis.syntax import cuda_literal, dotted_name, keyword_value, nodes_below
 from devlint.analysis.torch_api import DEVICE_MOVES
 
 # Where a call may take a device: its first two arguments and these keywords.
@@ -102,9 +102,9 @@ class _Reading:
         if type(func) is ast.Attribute:
             self.methods.add(last)
             if last in DEVICE_MOVES:
-                receiver = _dotted_last(func.value)
-                if receiver:
-                    self.receivers.add(receiver)
+                receiver = dotted_name(func.value)
+                if receiver is not None:
+                    self.receivers.add(receiver.rpartition(".")[2])
         elif type(func) is ast.Name:
             self.functions.add(last)
         self._read_callee(func, last)
@@ -118,7 +118,8 @@ class _Reading:
                     self.cuda_callees.add(last)
         placed = _device_arguments(call)
         if any(_names_ordinal(value) for value in placed):
-            self.ordinal_callees.add("device" if _takes_device(call) else last)
+            takes_device = keyword_value(call, "device") is not None
+            self.ordinal_callees.add("device" if takes_device else last)
         self.mps = self.mps or any(_holds_mps(value) for value in placed)
 
     def _read_callee(self, func: ast.expr, last: str) -> None:
@@ -169,24 +170,10 @@ class _Reading:
         )
 
 
-def _dotted_last(node: ast.expr) -> str:
-    """The last name of a dotted name (`a.b.c`: "c"); "" for anything else."""
-    last = node.attr if isinstance(node, ast.Attribute) else ""
-    while isinstance(node, ast.Attribute):
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return ""
-    return last or node.id
-
-
 def _last_name(node: ast.expr) -> str:
     if isinstance(node, ast.Attribute):
         return node.attr
     return node.id if isinstance(node, ast.Name) else ""
-
-
-def _takes_device(call: ast.Call) -> bool:
-    return any(keyword.arg == "device" for keyword in call.keywords)
 
 
 def _device_arguments(call: ast.Call) -> list[ast.expr]:

@@ -40,7 +40,8 @@ def device_cases(
     function: cst.FunctionDef, gpu_only: Callable[[cst.BaseExpression], bool]
 ) -> list[DeviceCase]:
     """The non-CUDA devices a test is parametrized with, one case per parameter and device;
-    ``gpu_only``: whether the `marks=` of a `pytest.param` skip its case without CUDA."""
+    ``gpu_only``: whether a case (a `pytest.param` whose marks skip it without CUDA) runs
+    only where CUDA is."""
     cases: list[DeviceCase] = []
     for decorator in function.decorators:
         marker = decorator.decorator
@@ -56,8 +57,7 @@ def device_cases(
             if "device" not in name:
                 continue
             for element in values_arg.value.elements:
-                marks = _marks(element.value)
-                if marks is not None and gpu_only(marks):
+                if gpu_only(element.value):
                     continue
                 value = _case_value(element.value, index, len(names))
                 if value is not None and value in NON_CUDA_DEVICES:
@@ -77,14 +77,6 @@ def _argument_names(node: cst.BaseExpression) -> list[str]:
     if isinstance(node, (cst.List, cst.Tuple)):
         return [string_value(element.value) or "" for element in node.elements]
     return []
-
-
-def _marks(node: cst.BaseExpression) -> Optional[cst.BaseExpression]:
-    """The `marks=` of a `pytest.param(...)` case."""
-    if isinstance(node, cst.Call) and (dotted_name(node.func) or "").endswith("param"):
-        found = next((a for a in node.args if a.keyword and a.keyword.value == "marks"), None)
-        return None if found is None else found.value
-    return None
 
 
 def _case_value(node: cst.BaseExpression, index: int, count: int) -> Optional[str]:

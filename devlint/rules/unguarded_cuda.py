@@ -445,7 +445,9 @@ class UnguardedCuda(Rule):
         if self.context.scopes.current_class() is not None or self._marks_module():
             return  # a class's or the module's markers may skip every case without CUDA
         markers = self.context.guards.markers
-        cases = device_cases(test, lambda marks: markers.marker_cover(marks) is not None)
+        cases = device_cases(
+            test, lambda case: isinstance(case, cst.Call) and markers.param_cover(case) is not None
+        )
         if not cases or self._skipped_without_cuda(test):
             return
         statement = self.context.current_statement()
