@@ -111,7 +111,7 @@ EXPECTED: dict[str, list[tuple[int, int, str, str]]] = {
         ),
     ],
     "device_tests.py": [
-        (32, 14, "DEV001", "also runs in the `device='npu'` case of `test_group_points`"),
+        (37, 14, "DEV001", "also runs in the `device='npu'` case of `test_group_points`"),
     ],
     "memory_monitoring.py": [
         (8, 14, "DEV002", RENAMED.format("memory_cached", "memory_reserved")),
