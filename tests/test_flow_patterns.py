@@ -302,6 +302,36 @@ class Model(nn.Module):
 """,
         [("DEV005", 9, 40)],
     ),
+    "noise from a helper method, scaled by a number the module keeps": (
+        """\
+class StatisticsPooling(nn.Module):
+    def __init__(self, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+
+    def forward(self, x):
+        mean = x.mean(dim=1)
+        mean += self._noise(mean.size())
+        return mean
+
+    def _noise(self, shape):
+        noise = torch.randn(shape)
+        return self.eps * ((1 - 9) * noise + 9)
+""",
+        [("DEV005", 12, 17)],
+    ),
+    "statistics of each item of an input, stacked": (
+        """\
+class Pooling(nn.Module):
+    def forward(self, x, lengths):
+        means = []
+        for i in range(x.shape[0]):
+            means.append(torch.mean(x[i, : int(lengths[i])], dim=0))
+        means = torch.stack(means)
+        return means + torch.randn(means.shape)
+""",
+        [("DEV005", 7, 24)],
+    ),
 }
 
 
@@ -421,6 +451,12 @@ CORRECT = [
     # Tests that provoke the device error on purpose.
     "import pytest\ndef test_mismatch(device):\n    model = nn.Linear(3, 2).to(device)\n"
     "    with pytest.raises(RuntimeError):\n        model(torch.randn(2, 3))",
+    # The branch that runs only without CUDA keeps everything on the CPU.
+    "class Loss(nn.Module):\n    def forward(self, x):\n        t = torch.stack([x[0], x[1]])\n"
+    "        if torch.cuda.is_available():\n            return t / torch.ones(2).cuda()\n"
+    "        return t / torch.ones(2)",
+    "def scale(x: torch.Tensor):\n    if not torch.accelerator.is_available():\n"
+    "        return x * torch.ones(3)\n    return x",
     "class T:\n    def test_moved(self):\n        model = nn.Linear(3, 2).to('cuda')\n"
     "        with self.assertRaises(RuntimeError):\n            model(torch.randn(2, 3))",
 ]

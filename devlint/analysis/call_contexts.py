@@ -114,6 +114,7 @@ class CallContexts(CallEvaluator):
             method,
             caller.module_class,
             submodules=caller.submodules,
+            numbers=caller.numbers,
             tensors=caller.tensors,
         )
         result = self._in_context(method, call, bound, unit, is_method=not static)
@@ -189,7 +190,7 @@ class CallContexts(CallEvaluator):
         that helper's own call sites)."""
         if self.recording:
             argument = argument_node(call, function, inner.parameter, skip_first=is_method)
-            if argument is not None and not self.expecting_failure:
+            if argument is not None and not self.silenced:
                 found = self.call_findings.setdefault(call, [])
                 finding = CallFinding(argument, value, inner)
                 if finding not in found:

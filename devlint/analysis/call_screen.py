@@ -54,7 +54,8 @@ class CallFacts:
     cuda_device_keyword: bool  # `device="cuda"` passed to any call
     # An integer of 1 or more, or "cuda:N" with N of 1 or more, passed where a device goes (in
     # those places of a move, `torch.device`, `set_device`, or a call taking `device=`), or
-    # inside a call passed there (`.to(torch.device("cuda", 1))`).
+    # inside a call passed there (`.to(torch.device("cuda", 1))`); or "cuda:N" with N of 1 or
+    # more assigned to a name (`device = "cuda:1"`).
     ordinal_argument: bool
     # "mps" or "mps:N" (alone, in a conditional expression, or in a call such as
     # `torch.device("mps")`) assigned to a name or passed where a device goes.
@@ -70,7 +71,10 @@ def call_facts(tree: ast.Module) -> CallFacts:
         elif kind is ast.Attribute:
             facts.attributes.add(cast(ast.Attribute, node).attr)
         elif kind is ast.Assign:
-            facts.mps = facts.mps or _holds_mps(cast(ast.Assign, node).value)
+            value = cast(ast.Assign, node).value
+            facts.mps = facts.mps or _holds_mps(value)
+            if isinstance(value, ast.Constant) and type(value.value) is str:
+                facts.ordinal_assigned = facts.ordinal_assigned or _names_ordinal(value)
         elif kind is ast.ImportFrom or kind is ast.Import:
             facts.read_import(cast(Union[ast.ImportFrom, ast.Import], node))
     return facts.finish()
@@ -94,6 +98,7 @@ class _Reading:
     cuda_callees: set[str] = field(default_factory=set)
     ordinal_callees: set[str] = field(default_factory=set)  # "device" for `device=`
     cuda_keyword: bool = False
+    ordinal_assigned: bool = False  # `device = "cuda:1"`
     mps: bool = False
 
     def read_call(self, call: ast.Call) -> None:
@@ -165,7 +170,8 @@ class _Reading:
             moved_receivers=frozenset(self.receivers),
             cuda_literal_callees=resolved(self.cuda_callees),
             cuda_device_keyword=self.cuda_keyword,
-            ordinal_argument=not resolved(self.ordinal_callees).isdisjoint(_DEVICE_CALLS),
+            ordinal_argument=self.ordinal_assigned
+            or not resolved(self.ordinal_callees).isdisjoint(_DEVICE_CALLS),
             mps_device=self.mps,
         )
 

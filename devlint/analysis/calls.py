@@ -95,6 +95,12 @@ _TEXT_KEY = re.compile(
 _LAYER_TENSORS = frozenset({"weight", "bias", "running_mean", "running_var"})
 
 
+# Functions whose result has at least one dimension, whatever their inputs have.
+_JOINING_FUNCTIONS = frozenset(
+    "stack cat concat concatenate hstack vstack dstack column_stack row_stack".split()
+)
+
+
 def _followed_value(argument: Value) -> Value:
     """What a function returning on its argument's device gives back: a tensor where the
     argument is one, placed where it is (a number passed gives a number)."""
@@ -154,7 +160,9 @@ class CallEvaluator:
     watched: frozenset[type]
     visits: list[tuple[ast.AST, Optional[ast.stmt]]]
     statement: Optional[ast.stmt]
-    expecting_failure: int  # inside `with pytest.raises(...)`: nothing there is logged
+    # Inside `with pytest.raises(...)`, or a branch that runs only where no accelerator is
+    # available (`else:` of `if torch.cuda.is_available():`): nothing there is logged.
+    silenced: int
     project: Optional[ProjectView]  # the summaries of imported project files, where known
     frames: list[Frame]  # helpers being analysed in their caller's context
     loop_frames: list[LoopFrame]  # loops whose body is being run, recording
@@ -233,7 +241,7 @@ class CallEvaluator:
         return value
 
     def visited(self, node: ast.AST) -> None:
-        if type(node) in self.watched and self.recording and not self.expecting_failure:
+        if type(node) in self.watched and self.recording and not self.silenced:
             self.visits.append((node, self.statement))
 
     def _children(self, node: ast.AST, env: Env, unit: Unit) -> Value:
@@ -266,6 +274,8 @@ class CallEvaluator:
         dotted = dotted_name(node)
         if dotted is not None and dotted in env:
             return env[dotted]
+        if node.attr in unit.numbers and type(node.value) is ast.Name and node.value.id == "self":
+            return SCALAR
         base = self.eval(node.value, env, unit)
         attribute = node.attr
         if base.kind is Kind.TENSOR and attribute in _TENSOR_ATTRIBUTES:
@@ -407,6 +417,9 @@ class CallEvaluator:
                 scalar=container.scalar or not slices_only,
                 module_output=container.module_output,
             )
+        if container.kind is Kind.UNKNOWN and container.where is Where.INPUT:
+            # An item of an input (`batch[0]`): a tensor where the input is, or a number.
+            return Value(Kind.UNKNOWN, container.placement, scalar=True)
         if (
             container.elements
             and index is not None
@@ -638,12 +651,11 @@ class CallEvaluator:
                 isinstance(a, ast.Constant) and type(a.value) is str for a in call_arguments(node)
             ]
             result = combine(_operands([v for v, option in zip(arguments, options) if not option]))
-            if (
-                result is not UNKNOWN
-                and qualified.rpartition(".")[2] in REDUCTIONS
-                and len(arguments) == 1
-            ):
+            name = qualified.rpartition(".")[2]
+            if result is not UNKNOWN and name in REDUCTIONS and len(arguments) == 1:
                 return Value(Kind.TENSOR, result.placement, scalar=True)
+            if result.kind is Kind.TENSOR and name in _JOINING_FUNCTIONS:
+                return replace(result, scalar=False)  # stacked 0-dim tensors have a dimension
             return result
         if qualified in _PASS_THROUGH_CALLS:
             return arguments[0] if arguments else UNKNOWN

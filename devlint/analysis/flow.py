@@ -36,6 +36,7 @@ from devlint.analysis.kinds import data_siblings, tensor_tested
 from devlint.analysis.loops import LoopFrame, PathCounts, loop_head, run_to_fixpoint
 from devlint.analysis.names import ImportMap
 from devlint.analysis.narrowing import type_test
+from devlint.analysis.numbers import number_attributes
 from devlint.analysis.parameters import (
     annotated_as_tensors,
     module_tensors_set_in,
@@ -114,7 +115,7 @@ class DeviceFlow(CallContexts):
         self.watched = frozenset(watched)
         self.visits: list[tuple[ast.AST, Optional[ast.stmt]]] = []
         self.statement: Optional[ast.stmt] = None
-        self.expecting_failure = 0
+        self.silenced = 0
         self.loop_depth = 0  # loops being run to a fixpoint around the statement
         self.loop_frames: list[LoopFrame] = []  # loops being run, recording, around it
         self.changed_parameters: dict[FunctionNode, frozenset[str]] = {}
@@ -215,12 +216,16 @@ class DeviceFlow(CallContexts):
             init_env = self._analyze(init, unit, attributes, not module_class, context)
             attributes = {key: value for key, value in init_env.items() if key.startswith("self.")}
         submodules: frozenset[str] = frozenset()
+        numbers: frozenset[str] = frozenset()
         tensors: dict[str, str] = {}
         if module_class:
             attributes = {}  # a module's attributes move with it: unknown here, DEV009's concern
+            numbers = (
+                number_attributes(init, self._numbers_of(init)) if init is not None else frozenset()
+            )
             submodules = self._layers_set_in(init) if init is not None else frozenset()
             tensors = module_tensors_set_in(init, self.names) if init is not None else {}
-        if attributes or submodules or tensors:
+        if attributes or submodules or tensors or numbers:
             reassigned = set().union(
                 *(_assigned_names(m) for n, m in facts.methods.items() if n != "__init__")
             )
@@ -231,6 +236,7 @@ class DeviceFlow(CallContexts):
             )
             # (a buffer assigned a new tensor later holds that tensor, wherever it lives)
             tensors = {n: kind for n, kind in tensors.items() if f"self.{n}" not in reassigned}
+            numbers = frozenset(name for name in numbers if f"self.{name}" not in reassigned)
         self._class_attributes[name] = attributes
         for method_name, method in facts.methods.items():
             if method_name != "__init__":
@@ -246,6 +252,7 @@ class DeviceFlow(CallContexts):
                     forward=forward,
                     tensor_parameters=parameters,
                     submodules=submodules,
+                    numbers=numbers,
                     tensors=tensors,
                 )
                 self._analyze(method, unit, attributes)
@@ -421,18 +428,25 @@ class DeviceFlow(CallContexts):
 
     def exec_block(self, statements: Sequence[ast.stmt], env: Env, unit: Unit) -> Optional[Env]:
         """Run statements in order; None when control never reaches the end."""
-        for statement in statements:
-            kind = type(statement)
-            compound = kind in _COMPOUND
-            self.statement = None if compound else statement
-            handler = _STATEMENTS.get(kind)
-            reached = handler is None or handler(self, statement, env, unit)
-            if compound:
-                self.statement = None  # its blocks ran their own statements
-            self.visited(statement)
-            if not reached:
-                return None
-        return env
+        silenced = 0  # after `if torch.cuda.is_available(): return ...`, the CPU alone runs
+        try:
+            for statement in statements:
+                kind = type(statement)
+                compound = kind in _COMPOUND
+                self.statement = None if compound else statement
+                handler = _STATEMENTS.get(kind)
+                reached = handler is None or handler(self, statement, env, unit)
+                if compound:
+                    self.statement = None  # its blocks ran their own statements
+                self.visited(statement)
+                if not reached:
+                    return None
+                if kind is ast.If and _leaves_when_available(statement, self.names):  # type: ignore[arg-type]
+                    self.silenced += 1
+                    silenced += 1
+            return env
+        finally:
+            self.silenced -= silenced
 
     def _exec_expression(self, statement: ast.Expr, env: Env, unit: Unit) -> bool:
         if isinstance(statement.value, ast.Call):
@@ -495,9 +509,12 @@ class DeviceFlow(CallContexts):
             device, equal = tested
             _place_on_cpu(body_env if equal else orelse_env, device)
         _narrow_types(node.test, self.names, body_env, orelse_env)
+        available = _accelerator_tested(node.test, self.names)
         with self.branching():
-            body = self.exec_block(node.body, body_env, unit)
-            orelse = self.exec_block(node.orelse, orelse_env, unit)  # `elif` is an `if` in here
+            with self._silenced_if(available is False):
+                body = self.exec_block(node.body, body_env, unit)
+            with self._silenced_if(available is True):  # `elif` is an `if` in here
+                orelse = self.exec_block(node.orelse, orelse_env, unit)
         self._note_exits(body, orelse)
         changed = _replace(env, merge(body, orelse))
         defaulted = _omitted_parameter(node.test, unit.function)
@@ -510,6 +527,14 @@ class DeviceFlow(CallContexts):
             # this path, and on it the value is on the CPU.
             env[defaulted] = body[defaulted]
         return changed
+
+    @contextmanager
+    def _silenced_if(self, condition: bool) -> Iterator[None]:
+        self.silenced += condition
+        try:
+            yield
+        finally:
+            self.silenced -= condition
 
     def _exec_for(self, node: Union[ast.For, ast.AsyncFor], env: Env, unit: Unit) -> bool:
         iterable = self.eval(node.iter, env, unit)
@@ -559,11 +584,11 @@ class DeviceFlow(CallContexts):
 
     def _exec_with(self, node: Union[ast.With, ast.AsyncWith], env: Env, unit: Unit) -> bool:
         expects_error = expects_error_in_syntax(node, self.names)
-        self.expecting_failure += expects_error
+        self.silenced += expects_error
         try:
             return self._exec_with_items(node, env, unit)
         finally:
-            self.expecting_failure -= expects_error
+            self.silenced -= expects_error
 
     def _exec_with_items(self, node: Union[ast.With, ast.AsyncWith], env: Env, unit: Unit) -> bool:
         moves_default = False
@@ -694,6 +719,9 @@ def _calls_by_name(module: ast.Module) -> Counter[str]:
     )
 
 
+_AVAILABILITY_CHECKS = frozenset({"torch.cuda.is_available", "torch.accelerator.is_available"})
+
+
 def _device_tested_for_cpu(test: ast.expr, text: SourceText) -> Optional[tuple[str, bool]]:
     """`if device == "cpu":`, `if self.device != _CPU_DEVICE:`, `if dev.type == "cpu":`: the
     device tested, and whether the test holds when it is the CPU."""
@@ -708,6 +736,25 @@ def _device_tested_for_cpu(test: ast.expr, text: SourceText) -> Optional[tuple[s
         if name and "cpu" in text.code_of(other).lower() and "cpu" not in name.lower():
             return name.removesuffix(".type"), operator in (ast.Eq, ast.Is)
     return None
+
+
+def _accelerator_tested(test: ast.expr, names: ImportMap) -> Optional[bool]:
+    """`torch.cuda.is_available()` (True) or `not torch.cuda.is_available()` (False): the
+    branch where the test says no accelerator is there runs on the CPU alone."""
+    negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+    call = test.operand if isinstance(test, ast.UnaryOp) and negated else test
+    if not (isinstance(call, ast.Call) and not call.args and not call.keywords):
+        return None
+    if names.qualified_syntax_name(call.func) not in _AVAILABILITY_CHECKS:
+        return None
+    return not negated
+
+
+def _leaves_when_available(statement: ast.If, names: ImportMap) -> bool:
+    """`if torch.cuda.is_available(): ... return`: what follows runs only without CUDA."""
+    body = statement.body
+    exits = bool(body) and isinstance(body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break))
+    return exits and not statement.orelse and _accelerator_tested(statement.test, names) is True
 
 
 def _narrow_types(test: ast.expr, names: ImportMap, body_env: Env, orelse_env: Env) -> None:

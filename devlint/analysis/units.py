@@ -26,6 +26,8 @@ class Unit:
     # In a module's methods: the attributes `__init__` sets to a torch layer with parameters,
     # which run on the module's device (`self.embedding(positions)` in `forward`).
     submodules: frozenset[str] = frozenset()
+    # In a module's methods: the attributes `__init__` sets to plain numbers (`self.eps`).
+    numbers: frozenset[str] = frozenset()
     # In a module's methods: its buffers and parameters (`self.register_buffer("name", ...)`,
     # `self.name = nn.Parameter(...)` in `__init__`), by name, with which of the two each is.
     tensors: Mapping[str, str] = field(default_factory=dict)

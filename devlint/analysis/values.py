@@ -205,6 +205,9 @@ def combine(operands: Iterable[Value]) -> Value:
     with elements, a numpy array or a list beside it fails at this line; only a CPU scalar
     mixes, and it leaves the result on the device).
     """
+    operands = list(operands)
+    if operands and all(operand.kind is Kind.SCALAR for operand in operands):
+        return SCALAR  # `(1 - 9)`: arithmetic of numbers is a number
     placements: list[Placement] = []
     scalar = True
     module_output = unproven = False

@@ -8,6 +8,7 @@ import libcst as cst
 from devlint.analysis.call_screen import CallFacts
 from devlint.analysis.devices import ORDINAL_STRING, argument, string_value
 from devlint.analysis.prefilter import Confirmed, literal_led
+from devlint.context import FileContext, Node
 from devlint.rules.base import Invalid, Rule
 
 # "cuda:N" with N > 0, or a non-zero integer literal where a device goes (`.cuda(1)`,
@@ -48,7 +49,9 @@ class HardcodedDeviceOrdinal(Rule):
     `.to("cuda:1")`, `.cuda(1)`, `.to(torch.device("cuda", 1))`,
     `device="cuda:2"`, `torch.cuda.set_device(1)`, outside code guarded by a
     check for several GPUs. A `torch.device("cuda", 1)` object on its own
-    (compared in a test, passed to a mock) allocates nothing and is not flagged.
+    (compared in a test, passed to a mock) allocates nothing and is not flagged;
+    a name assigned one (`device = torch.device("cuda:1")`, `dev = "cuda:1"`) is
+    flagged at the assignment once a move or an allocation uses the name.
 
     `if torch.cuda.is_available():` promises one GPU, not two: an index of 1 or
     more under it (or under `@skipIf(not torch.cuda.is_available())`) is still
@@ -115,9 +118,20 @@ class HardcodedDeviceOrdinal(Rule):
         "import torch\nif args.n_gpu > 1:\n    x = x.cuda(1)",
         "@RunIf(min_cuda_gpus=2)\ndef test_peer():\n    x = x.cuda(1)",
         "import torch\nif torch.cuda.is_available():\n    x = x.to('cuda:0')",
+        "import torch\ndef test_device():\n    device = torch.device('cuda:1')\n"
+        "    assert str(device) == 'cuda:1'",
+        "import torch\nif torch.cuda.device_count() > 1:\n    dev = 'cuda:1'\nx = x.to(dev)",
+        "import torch\ndev = 'cuda:1'\ndev = 'cpu'\nx = x.to(dev)",
     )
     INVALID = (
         Invalid("x = x.to('cuda:1')", 1, 10, '`"cuda:1"`'),
+        Invalid(
+            "import torch\ndef test_gm(model):\n    device = torch.device('cuda:1')\n"
+            "    model.to(device)\n    x = torch.zeros(2, device=device)",
+            3,
+            27,
+        ),
+        Invalid("dev = 'cuda:2'\ny = y.to(dev)", 1, 7, '`"cuda:2"`'),
         Invalid("x = x.cuda(1)", 1, 12),
         Invalid("import torch\nx = x.to(torch.device('cuda', 1))", 2, 31),
         Invalid("import torch\nx = torch.ones(2, device=torch.device('cuda:2'))", 2, 39),
@@ -146,25 +160,39 @@ class HardcodedDeviceOrdinal(Rule):
         ),
     )
 
+    def begin_file(self, context: FileContext) -> None:
+        super().begin_file(context)
+        # Values of assignments outside any check for several GPUs, with their statements:
+        # `device = torch.device("cuda:1")` allocates nothing until a move uses the name.
+        self._unguarded_bindings: dict[cst.BaseExpression, Optional[Node]] = {}
+        self._reported: set[cst.BaseExpression] = set()
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if not self.context.guards.guarded_for_several_gpus:
+            self._unguarded_bindings[node.value] = self.context.current_statement()
+
     def visit_Call(self, node: cst.Call) -> None:
         # `is_available()` promises one GPU: only a check for several covers an index of 1 or more.
         if self.context.guards.guarded_for_several_gpus:
             return
         # Under `if torch.cuda.is_available():` the index still needs more GPUs than that promises.
         guarded = self.context.guards.guarded
-        for literal in self._ordinal_literals(node):
+        for literal, statement in self._ordinal_literals(node):
             ordinal = _ordinal(literal)
-            if ordinal is not None and ordinal >= 1:
+            if ordinal is not None and ordinal >= 1 and literal not in self._reported:
+                self._reported.add(literal)
                 promise = " (the availability check around it promises one GPU)" if guarded else ""
                 self.report(
                     literal,
                     f'`"cuda:{ordinal}"` hard-codes GPU {ordinal}: on a machine with fewer GPUs'
                     f'{promise} this fails with "invalid device ordinal"; take the device from '
                     "the caller (an argument, `LOCAL_RANK`, or `CUDA_VISIBLE_DEVICES`)",
+                    statement=statement,
                 )
 
-    def _ordinal_literals(self, node: cst.Call) -> list[cst.BaseExpression]:
-        """Literals naming the device a call moves to or allocates on."""
+    def _ordinal_literals(self, node: cst.Call) -> list[tuple[cst.BaseExpression, Optional[Node]]]:
+        """Literals naming the device a call moves to or allocates on, each with the statement
+        holding it where that is not the call's (`device = "cuda:1"` above `x.to(device)`)."""
         func = node.func
         qualified = self.context.names.qualified_name(func)
         targets: list[cst.BaseExpression] = []
@@ -183,7 +211,26 @@ class HardcodedDeviceOrdinal(Rule):
                 for arg in node.args
                 if arg.keyword is not None and arg.keyword.value == "device"
             )
-        return [literal for target in targets for literal in self._device_literals(target)]
+        found: list[tuple[cst.BaseExpression, Optional[Node]]] = []
+        for written in targets:
+            value, statement = written, None
+            if isinstance(written, cst.Name):
+                bound = self._unguarded_binding(written)
+                if bound is None:
+                    continue
+                value, statement = bound
+            found.extend((literal, statement) for literal in self._device_literals(value))
+        return found
+
+    def _unguarded_binding(
+        self, name: cst.Name
+    ) -> Optional[tuple[cst.BaseExpression, Optional[Node]]]:
+        """The value the name was last assigned, outside any check for several GPUs."""
+        binding = self.context.scopes.lookup(name)
+        value = binding.value if binding is not None else None
+        if value is None or value not in self._unguarded_bindings:
+            return None
+        return value, self._unguarded_bindings[value]
 
     def _device_literals(self, target: cst.BaseExpression) -> list[cst.BaseExpression]:
         """`"cuda:1"`, `1`, or the index inside `torch.device("cuda", 1)` / `torch.device("cuda:1")`."""

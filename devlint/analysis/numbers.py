@@ -1,0 +1,88 @@
+"""Which attributes of a module hold plain Python numbers.
+
+A module's configuration (`self.eps = eps`, `self.scale = dim ** -0.5`) is read in `forward`
+beside its tensors: `self.eps * noise` keeps `noise` where it is. Without knowing that
+`self.eps` is a number, an operation on it has an unknown result and the placement of
+everything computed from it is lost.
+
+Only what ``__init__`` shows counts: numeric literals, the parameters it shows to be numbers
+(`parameters.numeric_parameters`), locals computed from those, and arithmetic,
+`abs`/`int`/`float`/`round`/`min`/`max` and `math` functions of them.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Union
+
+from devlint.analysis.syntax import dotted_name
+
+FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+
+_NUMBER_FUNCTIONS = frozenset({"abs", "int", "float", "round", "min", "max", "pow"})
+
+
+def is_number(node: ast.expr, numbers: set[str]) -> bool:
+    """Whether ``node`` computes a plain number, given the names known to hold one."""
+    if isinstance(node, ast.Constant):
+        return type(node.value) in (int, float, bool)
+    if isinstance(node, ast.Name):
+        return node.id in numbers
+    if isinstance(node, ast.UnaryOp):
+        return not isinstance(node.op, ast.Not) and is_number(node.operand, numbers)
+    if isinstance(node, ast.BinOp):
+        return is_number(node.left, numbers) and is_number(node.right, numbers)
+    if isinstance(node, ast.Call) and not node.keywords and node.args:
+        name = dotted_name(node.func) or ""
+        known = name in _NUMBER_FUNCTIONS or name.startswith("math.")
+        return known and all(is_number(argument, numbers) for argument in node.args)
+    return False
+
+
+def number_attributes(init: FunctionNode, parameters: frozenset[str]) -> frozenset[str]:
+    """`self.name` attributes the top level of ``init`` sets only to plain numbers, given the
+    parameters that hold one (`parameters.numeric_parameters`)."""
+    numbers = set(parameters)
+    found: set[str] = set()
+    other: set[str] = set()
+    for statement in init.body:
+        if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
+            continue
+        target = statement.targets[0]
+        number = is_number(statement.value, numbers)
+        if isinstance(target, ast.Name):
+            (numbers.add if number else numbers.discard)(target.id)
+            continue
+        name = _self_attribute(target)
+        if name is not None:
+            (found if number else other).add(name)
+        else:
+            other.update(_self_attributes_in(target))
+    return frozenset(found - other - _assigned_below_top(init))
+
+
+def _assigned_below_top(init: FunctionNode) -> set[str]:
+    """Attributes ``init`` sets anywhere but in a plain top-level assignment."""
+    names: set[str] = set()
+    for statement in init.body:
+        plain = isinstance(statement, ast.Assign) and len(statement.targets) == 1
+        for node in ast.walk(statement):
+            targets: list[ast.expr] = []
+            if isinstance(node, ast.Assign) and not (plain and node is statement):
+                targets = node.targets
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+                targets = [node.target]
+            for target in targets:
+                names.update(_self_attributes_in(target))
+    return names
+
+
+def _self_attribute(node: ast.AST) -> str | None:
+    name = dotted_name(node)
+    if name and name.startswith("self.") and name.count(".") == 1:
+        return name[len("self.") :]
+    return None
+
+
+def _self_attributes_in(target: ast.expr) -> set[str]:
+    return {name for part in ast.walk(target) if (name := _self_attribute(part)) is not None}
