@@ -3,8 +3,9 @@
 Library code is device-agnostic by contract: `def pairwise(x: Tensor)` runs wherever its caller
 keeps `x`, so `x - torch.arange(n)` fails as soon as a caller passes a GPU tensor. The analysis
 places such a parameter on "the caller's device" (`Where.INPUT`, as `forward`'s inputs) only on
-evidence that it is a tensor: an annotation naming `Tensor`, or a use that only a tensor has
-(`x.device`, `x.new_zeros(...)`, `x.unsqueeze(...)`). A name alone, or a number, proves nothing.
+evidence that it is a tensor: an annotation naming `Tensor`, a docstring documenting its type
+as one (`x : torch.Tensor`, see `docstrings`), or a use that only a tensor has (`x.device`,
+`x.new_zeros(...)`, `x.unsqueeze(...)`). A name alone, or a number, proves nothing.
 
 Code that runs on the CPU by design is left out: a dataset's `__getitem__`, a collate function,
 a dataset class's methods. So are the helpers of a test module: their callers are the tests
@@ -19,6 +20,7 @@ from pathlib import PurePath
 from typing import Optional, Union
 
 from devlint.analysis.contexts import defaults_of
+from devlint.analysis.docstrings import documented_tensors
 from devlint.analysis.names import ImportMap
 from devlint.analysis.syntax import dotted_name
 
@@ -164,9 +166,11 @@ _TEST_FOLDERS = frozenset({"test", "tests"})
 
 
 def tensor_parameters(function: FunctionNode, used_as_tensors: Collection[str]) -> set[str]:
-    """The parameters of ``function`` that are tensors by annotation or by use."""
+    """The parameters of ``function`` that are tensors by annotation, by their docstring's
+    word (see `docstrings`) or by use."""
     arguments = function.args
     every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+    documented = documented_tensors(function)
     return {
         parameter.arg
         for parameter in every
@@ -174,7 +178,10 @@ def tensor_parameters(function: FunctionNode, used_as_tensors: Collection[str]) 
         and (
             annotated_as_tensor(parameter.annotation)
             or annotated_as_tensors(parameter.annotation)
-            or (parameter.arg in used_as_tensors and not _annotated_otherwise(parameter))
+            or (
+                (parameter.arg in used_as_tensors or parameter.arg in documented)
+                and not _annotated_otherwise(parameter)
+            )
         )
     }
 
