@@ -332,6 +332,22 @@ class Pooling(nn.Module):
 """,
         [("DEV005", 7, 24)],
     ),
+    "indices from torch.where joined with a CPU index": (
+        """\
+def last_token(ids: torch.Tensor, token: int):
+    rows, cols = torch.where(ids == token)
+    return torch.cat((cols, torch.tensor([ids.shape[-1]])))
+""",
+        [("DEV005", 3, 29)],
+    ),
+    "indices from nonzero as a tuple added to a CPU tensor": (
+        """\
+def shifted(ids: torch.Tensor):
+    rows, cols = (ids > 0).nonzero(as_tuple=True)
+    return rows + torch.arange(rows.shape[0])
+""",
+        [("DEV005", 3, 19)],
+    ),
 }
 
 
@@ -451,6 +467,8 @@ CORRECT = [
     # Tests that provoke the device error on purpose.
     "import pytest\ndef test_mismatch(device):\n    model = nn.Linear(3, 2).to(device)\n"
     "    with pytest.raises(RuntimeError):\n        model(torch.randn(2, 3))",
+    "def pick(ids: torch.Tensor):\n    kept = torch.where(ids > 0, ids, torch.zeros_like(ids))\n"
+    "    return kept",
     # The branch that runs only without CUDA keeps everything on the CPU.
     "class Loss(nn.Module):\n    def forward(self, x):\n        t = torch.stack([x[0], x[1]])\n"
     "        if torch.cuda.is_available():\n            return t / torch.ones(2).cuda()\n"

@@ -101,6 +101,17 @@ _JOINING_FUNCTIONS = frozenset(
 )
 
 
+def _as_tuple(call: ast.Call) -> bool:
+    """`as_tuple=True` is the call's only keyword."""
+    keywords = call.keywords
+    return (
+        len(keywords) == 1
+        and keywords[0].arg == "as_tuple"
+        and isinstance(keywords[0].value, ast.Constant)
+        and keywords[0].value.value is True
+    )
+
+
 def _followed_value(argument: Value) -> Value:
     """What a function returning on its argument's device gives back: a tensor where the
     argument is one, placed where it is (a number passed gives a number)."""
@@ -632,6 +643,10 @@ class CallEvaluator:
             return Value(
                 Kind.MODULE, Placement(Where.CPU, evidence="created on the CPU", origin=node)
             )
+        if qualified in ("torch.where", "torch.nonzero"):
+            indices = self._where_indices(node, arguments)
+            if indices is not None:
+                return indices
         if qualified in FUNCTIONAL_LOSSES:
             result = combine(arguments[:2])
             return (
@@ -660,6 +675,15 @@ class CallEvaluator:
         if qualified in _PASS_THROUGH_CALLS:
             return arguments[0] if arguments else UNKNOWN
         return UNKNOWN
+
+    def _where_indices(self, node: ast.Call, arguments: list[Value]) -> Optional[Value]:
+        """`torch.where(cond)`, `torch.nonzero(cond, as_tuple=True)`: a tuple of index tensors,
+        one per dimension, where `cond` is."""
+        if len(node.args) != 1 or arguments[0].kind is not Kind.TENSOR:
+            return None
+        if node.keywords and not _as_tuple(node):
+            return None
+        return Value(Kind.SEQUENCE, item=Value(Kind.TENSOR, arguments[0].placement))
 
     def _loader(self, node: ast.Call) -> Value:
         if keyword_value(node, "collate_fn") is not None:
@@ -761,6 +785,8 @@ class CallEvaluator:
         tensor_like = receiver.kind is Kind.TENSOR or (
             receiver.kind is Kind.UNKNOWN and receiver.where is not Where.UNKNOWN
         )
+        if method == "nonzero" and receiver.kind is Kind.TENSOR and _as_tuple(node):
+            return Value(Kind.SEQUENCE, item=Value(Kind.TENSOR, receiver.placement))
         if tensor_like and method in PLACEMENT_KEEPING_METHODS:
             reduced = method in REDUCTIONS and not has_arguments(node)
             # `.flatten()` or `.sum()` of a module's (or a metric's) output may still be an
