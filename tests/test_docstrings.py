@@ -45,6 +45,7 @@ def test_documented_tensors(docstring: str, expected: set[str]) -> None:
 
 
 @pytest.mark.parametrize(("documented", "expected"), [(True, [("DEV005", 8)]), (False, [])])
+# In a file that places something on a device; elsewhere only annotations count (CPU-side code).
 def test_a_documented_parameter_lives_on_the_callers_device(
     documented: bool, expected: list[tuple[str, int]]
 ) -> None:
@@ -54,6 +55,8 @@ def test_a_documented_parameter_lives_on_the_callers_device(
         "def length_range(feats, len_dim):\n"
         f'    """Arguments\n    ---------\n    feats : {kind}\n        Features.\n    """\n'
         "    return feats + torch.arange(feats.shape[len_dim])\n"
+        "def run(model, feats, device):\n"
+        "    return model.to(device)(length_range(feats.to(device), 1))\n"
     )
     findings = lint_snippet(source, {"DEV005"})
     assert [(f.code, f.start.row) for f in findings] == expected

@@ -31,6 +31,7 @@ from devlint.analysis.contexts import (
     Frame,
     InnerFinding,
 )
+from devlint.analysis.docstrings import documented_tensors
 from devlint.analysis.guards import expects_error_in_syntax
 from devlint.analysis.kinds import data_siblings, tensor_tested
 from devlint.analysis.loops import LoopFrame, PathCounts, loop_head, run_to_fixpoint
@@ -339,17 +340,22 @@ class DeviceFlow(CallContexts):
 
     def _tensor_parameters(self, function: FunctionNode, bases: Iterable[str]) -> frozenset[str]:
         """The tensor parameters of a function, which live on its caller's device. A parameter
-        used as a tensor counts only in a file that places something on a device: code that
+        used as a tensor, or documented as one, counts only in a file that places something on
+        a device: code that
         never does is CPU-side by design (an image resizer of a data pipeline), and there only
         an annotation saying `Tensor` (a typed API) makes a parameter the caller's."""
         if self.test_module or runs_on_cpu_by_design(function, bases):
             return frozenset()
         if not self._places_on_device():
             return frozenset(tensor_parameters(function, ()))
+        documented = documented_tensors(function)
         facts = self.facts.units.get(function) if self.facts is not None else None
-        if facts is not None and not tensor_parameters(function, facts.tensor_names):
+        if facts is not None and not tensor_parameters(
+            function, {*facts.tensor_names, *documented}
+        ):
             return frozenset()  # the screen's names are a superset: nothing to refine
-        return frozenset(tensor_parameters(function, names_used_as_tensors(function)))
+        used = names_used_as_tensors(function)
+        return frozenset(tensor_parameters(function, used | documented))
 
     def _placed_by_callers(self, function: FunctionNode) -> Env:
         """The parameters every call of the file passes only CPU values, with those values

@@ -3,9 +3,10 @@
 Library code is device-agnostic by contract: `def pairwise(x: Tensor)` runs wherever its caller
 keeps `x`, so `x - torch.arange(n)` fails as soon as a caller passes a GPU tensor. The analysis
 places such a parameter on "the caller's device" (`Where.INPUT`, as `forward`'s inputs) only on
-evidence that it is a tensor: an annotation naming `Tensor`, a docstring documenting its type
-as one (`x : torch.Tensor`, see `docstrings`), or a use that only a tensor has (`x.device`,
-`x.new_zeros(...)`, `x.unsqueeze(...)`). A name alone, or a number, proves nothing.
+evidence that it is a tensor: an annotation naming `Tensor`, or a use that only a tensor has
+(`x.device`, `x.new_zeros(...)`, `x.unsqueeze(...)`), or a docstring documenting its type as one
+(`x : torch.Tensor`, see `docstrings`). A name alone, or a number, proves nothing. Uses and
+docstrings count only in a file that places something on a device (see `flow`).
 
 Code that runs on the CPU by design is left out: a dataset's `__getitem__`, a collate function,
 a dataset class's methods. So are the helpers of a test module: their callers are the tests
@@ -20,7 +21,6 @@ from pathlib import PurePath
 from typing import Optional, Union
 
 from devlint.analysis.contexts import defaults_of
-from devlint.analysis.docstrings import documented_tensors
 from devlint.analysis.names import ImportMap
 from devlint.analysis.syntax import dotted_name
 
@@ -98,7 +98,8 @@ def names_used_as_tensors(function: FunctionNode) -> set[str]:
 
 def names_on_a_device(function: FunctionNode) -> dict[str, ast.Attribute]:
     """Names whose device ``function`` reads (`device=q.device`, `.to(q.device)`) and that it
-    also uses as tensors (an arithmetic operand, a tensor-only method): tensors that live on a
+    also uses as tensors (an arithmetic operand, a tensor-only method, an item `torch.cat`
+    joins): tensors that live on a
     device chosen elsewhere, as a parameter lives on its caller's. Each with its first read.
     A name the function's branches type-test (`if torch.is_tensor(x):`) may hold an array as
     well: its device read proves nothing outside the branch that tests it."""
@@ -124,8 +125,23 @@ def names_on_a_device(function: FunctionNode) -> dict[str, ast.Attribute]:
         elif isinstance(node, ast.BinOp):
             sides = (node.left, node.right)
             tensors.update(side.id for side in sides if isinstance(side, ast.Name))
+        elif isinstance(node, ast.Call):
+            tensors.update(_joined_names(node))
     kept = tensors - tested - {"self"}
     return {name: read for name, read in reads.items() if name in kept}
+
+
+_JOINING = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack"})
+
+
+def _joined_names(call: ast.Call) -> list[str]:
+    """The names `torch.cat([a, b])` joins: only tensors can be joined."""
+    head, _, last = (dotted_name(call.func) or "").rpartition(".")
+    if head != "torch" or last not in _JOINING or not call.args:
+        return []
+    joined = call.args[0]
+    items = joined.elts if isinstance(joined, (ast.List, ast.Tuple)) else []
+    return [item.id for item in items if isinstance(item, ast.Name)]
 
 
 def _type_tested(call: ast.Call) -> list[str]:
@@ -166,11 +182,10 @@ _TEST_FOLDERS = frozenset({"test", "tests"})
 
 
 def tensor_parameters(function: FunctionNode, used_as_tensors: Collection[str]) -> set[str]:
-    """The parameters of ``function`` that are tensors by annotation, by their docstring's
-    word (see `docstrings`) or by use."""
+    """The parameters of ``function`` that are tensors by annotation, or by use (the uses
+    ``used_as_tensors`` names, a docstring's word among them, see `docstrings`)."""
     arguments = function.args
     every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
-    documented = documented_tensors(function)
     return {
         parameter.arg
         for parameter in every
@@ -178,10 +193,7 @@ def tensor_parameters(function: FunctionNode, used_as_tensors: Collection[str]) 
         and (
             annotated_as_tensor(parameter.annotation)
             or annotated_as_tensors(parameter.annotation)
-            or (
-                (parameter.arg in used_as_tensors or parameter.arg in documented)
-                and not _annotated_otherwise(parameter)
-            )
+            or (parameter.arg in used_as_tensors and not _annotated_otherwise(parameter))
         )
     }
 

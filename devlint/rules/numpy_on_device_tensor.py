@@ -29,8 +29,7 @@ class NumpyOnDeviceTensor(FlowRule):
     whatever-its-layers-return). Code that prepares CPU data by design (a
     dataset's methods, collate functions, the helpers of a test module) is left
     out. In a file that places nothing on a device, CPU-side code whose callers
-    pass CPU tensors, only a parameter annotated `Tensor` (a typed API), or
-    documented as one in its docstring (`x : torch.Tensor`), counts;
+    pass CPU tensors, only a parameter annotated `Tensor` (a typed API) counts;
     and a script's helper whose every call in the file passes a CPU tensor takes
     that as its evidence.
 
@@ -68,8 +67,7 @@ class NumpyOnDeviceTensor(FlowRule):
     trigger_tokens = ("numpy",)
     # A file that places nothing on a device is CPU-side by design, and its `.numpy()` on a
     # parameter is how its callers use it (they pass CPU tensors); there only a parameter
-    # annotated `Tensor` (or documented as one), a typed API, lives on its caller's device
-    # (see `parameters`).
+    # annotated `Tensor`, a typed API, lives on its caller's device (see `parameters`).
     required_patterns = (DEVICE_SOURCE_OR_TENSOR_TYPE,)
 
     VALID = (

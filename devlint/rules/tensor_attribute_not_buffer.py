@@ -128,6 +128,10 @@ class TensorAttributeNotBuffer(FlowRule):
         "    def forward(self, x):\n        out = torch.zeros((x.size(0),) + self.grid.shape)\n"
         "        out[0] = self.grid\n        return x * out.to(x.device)",
         # `forward` reads none of its inputs: the tensor meets nothing on the module's device.
+        "import torch, math\nfrom torch import nn\nclass Performer(nn.Module):\n"
+        "    def __init__(self, m):\n        super().__init__()\n        self.w = torch.randn(m, 4)\n"
+        "        self.w = nn.Parameter(nn.init.orthogonal_(self.w), requires_grad=False)\n"
+        "    def forward(self, x):\n        return x @ self.w",
         "import torch\nfrom torch import nn\nclass Empty(nn.Module):\n"
         "    def __init__(self):\n        super().__init__()\n        self.p = torch.rand(3, 3)\n"
         "    def forward(self, *args, **kwargs):\n        return {'loss': self.p.sum()}",
@@ -232,16 +236,22 @@ class TensorAttributeNotBuffer(FlowRule):
                 )
 
     def _plain_tensor_attributes(self, init: FunctionNode) -> list[tuple[ast.Assign, str]]:
+        """`self.name = <a CPU tensor>` in ``init``, where no later statement of ``init``
+        assigns `self.name` again (`self.w = nn.Parameter(self.w)` registers it)."""
         found: list[tuple[ast.Assign, str]] = []
         local = _single_local_assignments(init)
-        for statement in init.body:
+        reassigned: set[str] = set()
+        for statement in reversed(init.body):
             if not isinstance(statement, ast.Assign) or len(statement.targets) != 1:
                 continue
             target = dotted_name(statement.targets[0])
-            on_self = target and target.startswith("self.") and target.count(".") == 1
-            if on_self and target and self._is_plain_tensor(statement.value, local):
-                found.append((statement, target[len("self.") :]))
-        return found
+            if not (target and target.startswith("self.") and target.count(".") == 1):
+                continue
+            name = target[len("self.") :]
+            if name not in reassigned and self._is_plain_tensor(statement.value, local):
+                found.append((statement, name))
+            reassigned.add(name)
+        return found[::-1]
 
     def _is_plain_tensor(self, value: ast.expr, local: Mapping[str, ast.expr]) -> bool:
         """A tensor made on the CPU: a factory without `device=`, or what a placement-keeping
