@@ -348,6 +348,27 @@ def shifted(ids: torch.Tensor):
 """,
         [("DEV005", 3, 19)],
     ),
+    "a helper's device left at None": (
+        """\
+def base_grid(height, width, device=None):
+    return torch.zeros(height, width, 2, device=device)
+
+def warp(image: torch.Tensor, flow: torch.Tensor) -> torch.Tensor:
+    grid = base_grid(image.shape[-2], image.shape[-1])
+    return grid + flow
+""",
+        [("DEV005", 5, 12)],
+    ),
+    "a helper's move to a device left at None": (
+        """\
+def prepare(values, device=None):
+    return torch.as_tensor(values).to(device)
+
+def shift(x: torch.Tensor):
+    return x + prepare([1.0, 2.0])
+""",
+        [("DEV005", 2, 12)],
+    ),
 }
 
 
@@ -469,6 +490,10 @@ CORRECT = [
     "    with pytest.raises(RuntimeError):\n        model(torch.randn(2, 3))",
     "def pick(ids: torch.Tensor):\n    kept = torch.where(ids > 0, ids, torch.zeros_like(ids))\n"
     "    return kept",
+    "def base_grid(h, w, device=None):\n    return torch.zeros(h, w, 2, device=device)\n"
+    "def warp(flow: torch.Tensor):\n    return base_grid(4, 4, device=flow.device) + flow",
+    "def prepare(values, device=None):\n    return torch.as_tensor(values).to(device)\n"
+    "def shift(x: torch.Tensor):\n    return x + prepare([1.0, 2.0], x.device)",
     # The branch that runs only without CUDA keeps everything on the CPU.
     "class Loss(nn.Module):\n    def forward(self, x):\n        t = torch.stack([x[0], x[1]])\n"
     "        if torch.cuda.is_available():\n            return t / torch.ones(2).cuda()\n"

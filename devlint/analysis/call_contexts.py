@@ -26,7 +26,9 @@ from devlint.analysis.contexts import (
 from devlint.analysis.syntax import dotted_name
 from devlint.analysis.units import ClassFacts, Env, FunctionNode, Unit
 from devlint.analysis.values import (
+    NONE,
     UNKNOWN,
+    Placement,
     Value,
     Where,
     cannot_meet,
@@ -88,7 +90,16 @@ class CallContexts(CallEvaluator):
         if bound is None or function in self._in_progress:
             return self.summary(function)
         result = self._in_context(function, call, bound, Unit(function))
-        return self.summary(function) if result is None else result
+        if result is None:
+            return self.summary(function)
+        if result.placement.origin in self.defaulted_devices and result.where is Where.CPU:
+            # The call chose the CPU by leaving out the device: the finding belongs to it.
+            evidence = (
+                f"created on the CPU by `{function.name}(...)`, whose `device` this call leaves "
+                "at None"
+            )
+            return result.placed(Placement(Where.CPU, evidence=evidence, origin=call))
+        return result
 
     def method_call(
         self,
@@ -158,7 +169,8 @@ class CallContexts(CallEvaluator):
         passed = dict(bound)
         for name, default in defaults_of(function).items():
             if name not in bound:  # the call leaves it out: the default is what it holds
-                value = self.eval(default, {}, unit)
+                left_none = isinstance(default, ast.Constant) and default.value is None
+                value = NONE if left_none else self.eval(default, {}, unit)
                 if value is not UNKNOWN:
                     passed[name] = value
         env.update(passed)

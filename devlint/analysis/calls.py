@@ -178,6 +178,8 @@ class CallEvaluator:
     frames: list[Frame]  # helpers being analysed in their caller's context
     loop_frames: list[LoopFrame]  # loops whose body is being run, recording
     changed_parameters: dict[FunctionNode, frozenset[str]]  # per helper, what it changes
+    # Factories given a helper's `device` parameter its call left at None: made on the CPU.
+    defaulted_devices: set[ast.AST]
     paths: PathCounts  # the branches around the expression, and those that left early so far
     first_values: dict[ast.AST, Value]  # names read with another value on a first iteration
     # Each method's class's methods, which it calls as `self.name(...)`.
@@ -512,6 +514,8 @@ class CallEvaluator:
         target = argument(node, 0, "device")
         if target is None or converts_dtype(node, self.names):
             return None
+        if self.eval(target, env, unit).kind is Kind.NONE:
+            return None  # `.to(None)`: it stays where it is
         return self.device_placement(target, env, unit, "moved to")
 
     # -- calls ----------------------------------------------------------------------------------
@@ -579,6 +583,9 @@ class CallEvaluator:
         self, node: ast.Call, qualified: str, env: Env, unit: Unit, inherit: Optional[Value]
     ) -> Value:
         device = keyword_value(node, "device")
+        if device is not None and self.eval(device, env, unit).kind is Kind.NONE:
+            device = None  # `device=device` with the caller's `device` left at None
+            self.defaulted_devices.add(node)
         into = keyword_value(node, "out")
         if device is not None:
             placement = self.device_placement(device, env, unit, "created on")

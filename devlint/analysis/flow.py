@@ -120,6 +120,7 @@ class DeviceFlow(CallContexts):
         self.loop_depth = 0  # loops being run to a fixpoint around the statement
         self.loop_frames: list[LoopFrame] = []  # loops being run, recording, around it
         self.changed_parameters: dict[FunctionNode, frozenset[str]] = {}
+        self.defaulted_devices: set[ast.AST] = set()
         self.first_values: dict[ast.AST, Value] = {}  # reads whose first iteration differs
         self.paths = PathCounts()
         self.globals: Env = {}

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import cast
 
+from devlint.analysis.contexts import defaults_of
 from devlint.analysis.parameters import TENSOR_ONLY_ATTRIBUTES, FunctionNode, tensor_parameters
 from devlint.analysis.prefilter import LOADER_NAME
 from devlint.analysis.syntax import CHILD_FIELDS, child_fields, has_arguments
@@ -44,6 +45,8 @@ class UnitFacts:
     # Names used the way only a tensor is used (`x.device`, `x.unsqueeze(...)`): with a
     # parameter's annotation, what places a parameter on the caller's device (`parameters`).
     tensor_names: set[str] = field(default_factory=set)
+    # Names passed as `device=`: a parameter left at its default None makes a CPU tensor.
+    device_names: set[str] = field(default_factory=set)
 
 
 @dataclass(frozen=True)
@@ -110,6 +113,10 @@ def syntax_facts(tree: ast.Module, source: str) -> SyntaxFacts:
                     stack.extend(child)
                 elif child is not None:
                     stack.append(child)
+        if facts.device_names and not facts.cpu_tensor_source and owner is not tree:
+            # `torch.zeros(n, device=device)` with `device=None` by default: on the CPU
+            left_none = _none_defaulted(cast(FunctionNode, owner))
+            facts.cpu_tensor_source = not facts.device_names.isdisjoint(left_none)
     everywhere = imports_factory or bool(LOADER_NAME.search(source))
     return SyntaxFacts(
         device_source=any(facts.device_source for facts in units.values()),
@@ -131,6 +138,9 @@ def _read_call(call: ast.Call, facts: UnitFacts) -> None:
         facts.device_source = _places_on_device(call)
     if not facts.cpu_tensor_source:
         facts.cpu_tensor_source = _creates_on_cpu(call)
+    for keyword in call.keywords:
+        if keyword.arg == "device" and type(keyword.value) is ast.Name:
+            facts.device_names.add(keyword.value.id)
     func = call.func
     if isinstance(func, ast.Name):
         facts.called.add(func.id)
@@ -186,6 +196,14 @@ _PARAMETER_METHODS = frozenset({"parameters", "buffers", "named_parameters", "na
 
 def _is_none_or_cpu(node: ast.expr) -> bool:
     return isinstance(node, ast.Constant) and node.value in (None, "cpu")
+
+
+def _none_defaulted(function: FunctionNode) -> set[str]:
+    return {
+        name
+        for name, default in defaults_of(function).items()
+        if isinstance(default, ast.Constant) and default.value is None
+    }
 
 
 def _creates_on_cpu(call: ast.Call) -> bool:

@@ -29,6 +29,7 @@ class Kind(enum.Enum):
     SEQUENCE = "sequence"  # a tuple or list, with its elements when known
     CALLABLE = "callable"  # a function or class defined in the file
     NOT_TENSOR = "not a tensor"  # what a failed type test proves, and nothing more
+    NONE = "None"  # a parameter left at its default `None` by the call analysed (`device=None`)
     UNKNOWN = "unknown"
 
 
@@ -92,6 +93,7 @@ class Value:
 
 UNKNOWN = Value(Kind.UNKNOWN)
 NOT_A_TENSOR = Value(Kind.NOT_TENSOR)
+NONE = Value(Kind.NONE)
 SCALAR = Value(Kind.SCALAR, scalar=True)
 
 
