@@ -369,6 +369,31 @@ def shift(x: torch.Tensor):
 """,
         [("DEV005", 2, 12)],
     ),
+    "a functional layer given a CPU sampling grid": (
+        """\
+def resample(x: torch.Tensor) -> torch.Tensor:
+    grid = torch.zeros(1, 4, 4, 2)
+    return F.grid_sample(x, grid, align_corners=False)
+""",
+        [("DEV005", 2, 12)],
+    ),
+    "a meshgrid of CPU ranges, unpacked and stacked": (
+        """\
+def add_coordinates(x: torch.Tensor) -> torch.Tensor:
+    h, w = x.shape[-2:]
+    ys, xs = torch.meshgrid(torch.arange(h), torch.arange(w), indexing="ij")
+    return x + torch.stack([xs, ys]).float()
+""",
+        [("DEV005", 3, 29)],
+    ),
+    "a CPU table indexed with the caller's indices": (
+        """\
+def lookup(ids: torch.Tensor) -> torch.Tensor:
+    table = torch.arange(10) * 2
+    return table[ids]
+""",
+        [("DEV005", 2, 13)],
+    ),
 }
 
 
@@ -494,6 +519,10 @@ CORRECT = [
     "def warp(flow: torch.Tensor):\n    return base_grid(4, 4, device=flow.device) + flow",
     "def prepare(values, device=None):\n    return torch.as_tensor(values).to(device)\n"
     "def shift(x: torch.Tensor):\n    return x + prepare([1.0, 2.0], x.device)",
+    "def resample(x: torch.Tensor):\n    grid = torch.zeros(1, 4, 4, 2, device=x.device)\n"
+    "    return F.grid_sample(x, grid)",
+    "def lookup(ids: torch.Tensor):\n    return torch.arange(10, device=ids.device)[ids]",
+    "def rows(x: torch.Tensor):\n    return x[torch.arange(2)]",
     # The branch that runs only without CUDA keeps everything on the CPU.
     "class Loss(nn.Module):\n    def forward(self, x):\n        t = torch.stack([x[0], x[1]])\n"
     "        if torch.cuda.is_available():\n            return t / torch.ones(2).cuda()\n"

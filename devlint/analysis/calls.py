@@ -44,6 +44,7 @@ from devlint.analysis.torch_api import (
     REDUCTIONS,
     SCALAR_CAPABLE_FACTORIES,
     WRAPPER_MODULES,
+    combines_operands,
     is_loss_class,
     is_parameterless_class,
     is_torch_nn_class,
@@ -666,13 +667,16 @@ class CallEvaluator:
             or qualified in COMBINING_FUNCTIONS
             or qualified.startswith("torch.nn.functional.")
         ):
-            if qualified in COMBINING_FUNCTIONS:
-                self._operation(node, _operands(arguments))
             # An option written as a string (`indexing="xy"`, `mode="bilinear"`) is no operand.
             options = [
                 isinstance(a, ast.Constant) and type(a.value) is str for a in call_arguments(node)
             ]
-            result = combine(_operands([v for v, option in zip(arguments, options) if not option]))
+            operands = _operands([v for v, option in zip(arguments, options) if not option])
+            # `F.grid_sample(x, grid)`, `F.linear(x, w)`: a functional layer's tensors (its
+            # losses aside, read above) all take part in one operation.
+            if combines_operands(qualified):
+                self._operation(node, operands)
+            result = combine(operands)
             name = qualified.rpartition(".")[2]
             if result is not UNKNOWN and name in REDUCTIONS and len(arguments) == 1:
                 return Value(Kind.TENSOR, result.placement, scalar=True)

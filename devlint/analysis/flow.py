@@ -813,6 +813,10 @@ def _unpacked(value: Value, index: int, count: int) -> Value:
         return value.elements[index]
     if value.kind is Kind.BATCH:
         return Value(Kind.TENSOR, value.placement)
+    if value.kind is Kind.TENSOR and value.where is not Where.UNKNOWN and not value.module_output:
+        # The rows of a tensor, or the tensors `torch.meshgrid(...)` returns (held as one), are
+        # where it is: 0-dim ones, perhaps.
+        return Value(Kind.TENSOR, value.placement, scalar=True, unproven=value.unproven)
     return UNKNOWN if value.item is None else value.item
 
 

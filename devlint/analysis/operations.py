@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from typing import Optional
 
 from devlint.analysis.flow import DeviceFlow
-from devlint.analysis.torch_api import COMBINING_FUNCTIONS, OPERAND_METHODS
+from devlint.analysis.torch_api import OPERAND_METHODS, combines_operands
 from devlint.analysis.values import (
     Kind,
     Placement,
@@ -29,9 +29,8 @@ def operands(node: ast.AST, flow: DeviceFlow) -> list[tuple[ast.expr, Value]]:
         parts = [node.target, node.value]
     elif isinstance(node, ast.Compare):
         parts = [node.left, *node.comparators]
-    elif (
-        isinstance(node, ast.Call)
-        and flow.names.qualified_syntax_name(node.func) in COMBINING_FUNCTIONS
+    elif isinstance(node, ast.Call) and combines_operands(
+        flow.names.qualified_syntax_name(node.func)
     ):
         parts = list(_call_operands(node))
     elif (

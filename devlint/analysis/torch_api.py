@@ -145,6 +145,18 @@ MODULE_BASES = frozenset(
 )
 MODULE_FACTORY_PREFIXES = ("torchvision.models.", "timm.create_model")
 
+
+def combines_operands(qualified: str | None) -> bool:
+    """A torch function whose tensor arguments must all share one device: a combining function,
+    or a functional layer (`F.grid_sample(x, grid)`, `F.linear(x, w)`; its losses are read on
+    their own, as losses)."""
+    if qualified is None:
+        return False
+    if qualified in COMBINING_FUNCTIONS:
+        return True
+    return qualified.startswith("torch.nn.functional.") and qualified not in FUNCTIONAL_LOSSES
+
+
 FUNCTIONAL_LOSSES = frozenset(
     "torch.nn.functional." + name
     for name in (

@@ -214,6 +214,7 @@ def combine(operands: Iterable[Value]) -> Value:
     scalar = True
     module_output = unproven = False
     unknown = anchored = False
+    cpu_scalar: Optional[Value] = None
     for operand in operands:
         if operand.kind is Kind.SCALAR:
             continue
@@ -222,6 +223,7 @@ def combine(operands: Iterable[Value]) -> Value:
             unknown = True
             continue
         if operand.where is Where.CPU and operand.scalar:
+            cpu_scalar = cpu_scalar or operand
             continue
         placements.append(operand.placement)
         unproven = unproven or operand.unproven
@@ -229,6 +231,8 @@ def combine(operands: Iterable[Value]) -> Value:
         anchored = anchored or (
             operand.kind is Kind.TENSOR and operand.where in (Where.DEVICE, Where.INPUT)
         )
+    if not placements and cpu_scalar is not None and cpu_scalar.kind is Kind.TENSOR and not unknown:
+        return replace(cpu_scalar, module_output=module_output)  # 0-dim CPU tensors alone
     if not placements or (unknown and not anchored):
         return UNKNOWN
     first = placements[0]

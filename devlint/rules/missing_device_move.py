@@ -701,8 +701,23 @@ class MissingDeviceMove(FlowRule):
             citations.cited(),
         )
 
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        """`table[ids]`: a CPU tensor indexed with indices on the caller's device (a CUDA
+        tensor may be indexed with CPU indices, not the other way round)."""
+        flow = self.analysis.flow
+        table = flow.value_of(node.value)
+        if not table.is_cpu_tensor():
+            return
+        parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        indices = [(part, flow.value_of(part)) for part in parts]
+        tensors = [(part, value) for part, value in indices if value.kind is Kind.TENSOR]
+        if tensors:
+            self._check_operands([(node.value, table), *tensors])
+
     def _check_forward_operation(self, node: ast.AST) -> None:
-        pairs = operands(node, self.analysis.flow)
+        self._check_operands(operands(node, self.analysis.flow))
+
+    def _check_operands(self, pairs: list[tuple[ast.expr, Value]]) -> None:
         follower = next(
             (pair for pair in pairs if pair[1].where is Where.INPUT and not pair[1].scalar), None
         )  # (an in-place target on the CPU counts a 0-dim operand: see `operations.operands`)
