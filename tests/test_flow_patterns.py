@@ -394,6 +394,22 @@ def lookup(ids: torch.Tensor) -> torch.Tensor:
 """,
         [("DEV005", 2, 13)],
     ),
+    "a CPU range shifted by a size parameter, divided by the caller's tensor": (
+        """\
+def gaussian(sigma: torch.Tensor, size: int) -> torch.Tensor:
+    x = torch.arange(size) - size // 2
+    return torch.exp(-(x**2) / (2 * sigma**2))
+""",
+        [("DEV005", 2, 9)],
+    ),
+    "a CPU system solved against the caller's tensor": (
+        """\
+def fit(src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
+    A = torch.zeros(src.shape[0], 8, 8)
+    return torch.linalg.solve(A, dst.view(-1, 8, 1))
+""",
+        [("DEV005", 2, 9)],
+    ),
 }
 
 

@@ -414,7 +414,7 @@ class DeviceFlow(CallContexts):
             if index == 0 and name in ("self", "cls") and unit.module_class:
                 where = Where.INPUT if unit.forward else Where.UNKNOWN
                 env[name] = Value(Kind.MODULE, Placement(where))
-            elif unit.forward and index > 0 and name in self._numbers_of(function):
+            elif name in self._numbers_of(function) and name not in unit.tensor_parameters:
                 env[name] = SCALAR  # `forward(self, x, seq_len)`: `torch.arange(seq_len)`
             elif unit.forward and index > 0:
                 env[name] = Value(Kind.UNKNOWN, Placement(Where.INPUT, evidence=f"input `{name}`"))

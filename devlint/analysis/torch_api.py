@@ -62,6 +62,19 @@ LIKE_FACTORIES = _torch("like_factories")
 # torch functions whose tensor result lives where their tensor arguments do.
 # By hand: functions returning tuples of tensors where their arguments are (`torch.meshgrid`),
 # which the declarations list as returning `Tensor[]`, and the analysis holds as one tensor.
+# `torch.linalg`, whose functions torch binds without declarations: by hand, those that
+# combine their tensors (`linalg.solve(A, b)`), and those of one tensor (tuples held as one).
+_LINALG_COMBINING = tuple(
+    "linalg." + name
+    for name in "solve solve_ex solve_triangular lstsq matmul vecdot cross multi_dot".split()
+)
+_LINALG_KEEPING = tuple(
+    "linalg." + name
+    for name in (
+        "inv inv_ex det slogdet norm vector_norm matrix_norm cholesky cholesky_ex eigh eigvalsh "
+        "qr svd svdvals pinv matrix_exp matrix_power matrix_rank diagonal"
+    ).split()
+)
 KEEPING_FUNCTIONS = _torch(
     "keeping_functions",
     "einsum",
@@ -71,6 +84,8 @@ KEEPING_FUNCTIONS = _torch(
     "broadcast_tensors",
     "split",
     "tensor_split",
+    *_LINALG_COMBINING,
+    *_LINALG_KEEPING,
 )
 # Those whose tensor arguments are all operands that must share one device (lengths, batch
 # sizes and index lists, which torch takes on the CPU, keep a function out). By hand: functions
@@ -81,6 +96,7 @@ COMBINING_FUNCTIONS = _torch(
         "einsum norm cdist equal allclose masked_select index_select gather take_along_dim "
         "clamp clip"
     ).split(),
+    *_LINALG_COMBINING,
 )
 REDUCTIONS = frozenset("sum mean std var prod norm max min amax amin all any median".split())
 # Tensor methods whose result stays where the tensor is. By hand: `norm` and `pin_memory` (its
