@@ -410,6 +410,22 @@ def fit(src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
 """,
         [("DEV005", 2, 9)],
     ),
+    "noise sampled around CPU means": (
+        """\
+def step(state: torch.Tensor) -> torch.Tensor:
+    noise = torch.normal(torch.zeros(state.shape), 1.0)
+    return state + noise
+""",
+        [("DEV005", 2, 26)],
+    ),
+    "the rows of a moved tensor, each added to a CPU tensor": (
+        """\
+x = torch.randn(4, 3).to(device)
+for row in x:
+    print(row + torch.ones(3))
+""",
+        [("DEV006", 3, 11)],
+    ),
 }
 
 
@@ -539,6 +555,7 @@ CORRECT = [
     "    return F.grid_sample(x, grid)",
     "def lookup(ids: torch.Tensor):\n    return torch.arange(10, device=ids.device)[ids]",
     "def rows(x: torch.Tensor):\n    return x[torch.arange(2)]",
+    "batch = {'x': torch.ones(2).to(device)}\nfor key in batch:\n    print(key + 'suffix')",
     # The branch that runs only without CUDA keeps everything on the CPU.
     "class Loss(nn.Module):\n    def forward(self, x):\n        t = torch.stack([x[0], x[1]])\n"
     "        if torch.cuda.is_available():\n            return t / torch.ones(2).cuda()\n"

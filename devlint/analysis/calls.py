@@ -651,6 +651,9 @@ class CallEvaluator:
             return Value(
                 Kind.MODULE, Placement(Where.CPU, evidence="created on the CPU", origin=node)
             )
+        if qualified == "torch.normal" and arguments and arguments[0].kind is Kind.TENSOR:
+            # Given a tensor of means, it samples where they are (given numbers, on the CPU).
+            return combine(_operands(arguments[:2]))
         if qualified in ("torch.where", "torch.nonzero"):
             indices = self._where_indices(node, arguments)
             if indices is not None:

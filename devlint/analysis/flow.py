@@ -546,6 +546,8 @@ class DeviceFlow(CallContexts):
     def _exec_for(self, node: Union[ast.For, ast.AsyncFor], env: Env, unit: Unit) -> bool:
         iterable = self.eval(node.iter, env, unit)
         item = iterable.item or (join_all(iterable.elements) if iterable.elements else UNKNOWN)
+        if item is UNKNOWN and iterable.kind is Kind.TENSOR:
+            item = _unpacked(iterable, 0, 0)  # the rows of a tensor, where it is
 
         data = data_siblings(node.target, node.body)
 
