@@ -23,6 +23,7 @@ from libcst.metadata import CodeRange
 
 from devlint.analysis.call_screen import call_facts
 from devlint.analysis.guards import GuardTracker
+from devlint.analysis.imported import with_imported_cpu_sources
 from devlint.analysis.project import take_dependencies
 from devlint.analysis.syntax import SourceText
 from devlint.analysis.syntax_screen import SyntaxFacts, syntax_facts
@@ -439,7 +440,8 @@ def _lint_text(
         calls = call_facts(syntax_tree)
         libcst_rules = [rule for rule in libcst_rules if rule.may_fire_in_tree(calls, source)]
     facts = rules.screen(syntax_tree, source) if syntax_tree is not None and flow_rules else None
-    if facts is not None:
+    if facts is not None and syntax_tree is not None:
+        facts = with_imported_cpu_sources(path, syntax_tree, facts)
         flow_rules = [rule for rule in flow_rules if rule.may_fire_in(facts)]
     located: list[tuple[Finding, tuple[int, ...]]] = []
     if libcst_rules or syntax_tree is None:

@@ -111,11 +111,11 @@ def test_a_model_and_a_helper_of_other_files_carry_placements(project: Path) -> 
     summary = _lint(project)
     assert _found(summary) == [
         ("train.py", "DEV005", 10, 18),  # `features`: `score` hands it to `net`
-        ("train.py", "DEV005", 13, 9),  # `x`: returned on the CPU by `make_features`
+        ("train.py", "DEV005", 13, 9),  # `x`: created on the CPU by `make_features`
     ]  # `safe_score` moves its input itself: silent
     messages = [finding.message for finding in summary.findings]
     assert "`score` of utils.py passes it to `net`, moved to `device` at line 7" in messages[0]
-    assert "returned on the CPU by `make_features` of model.py at line 12" in messages[1]
+    assert "created on the CPU by `make_features` of model.py at line 12" in messages[1]
 
 
 def test_without_the_imported_files_nothing_is_known(project: Path, tmp_path: Path) -> None:
@@ -408,3 +408,51 @@ def test_an_argument_meeting_two_others_is_reported_once(tmp_path: Path) -> None
         "        counts = torch.from_numpy(np.zeros(3))\n        return add3(counts, x, y)\n",
     )
     assert _found(summary) == [("sums.py", "DEV005", 10, 21)]
+
+
+GRIDS = """\
+import torch
+
+
+def base_grid(height, width, device=None):
+    xs = torch.linspace(-1, 1, width, device=device)
+    ys = torch.linspace(-1, 1, height, device=device)
+    return torch.stack(torch.meshgrid([xs, ys], indexing="ij"), dim=-1)
+
+
+def moved_grid(height, width, device=None):
+    return torch.zeros(height, width, 2).to(device)
+"""
+
+WARP = """\
+import torch
+from .grids import base_grid, moved_grid
+
+
+def warp(flow: torch.Tensor) -> torch.Tensor:
+    return base_grid(4, 4) + flow
+
+
+def warp_given(flow: torch.Tensor) -> torch.Tensor:
+    return base_grid(4, 4, flow.device) + flow
+
+
+def warp_moved(flow: torch.Tensor) -> torch.Tensor:
+    return moved_grid(4, 4) + flow
+"""
+
+
+def test_an_imported_helper_left_without_its_device_makes_a_cpu_tensor(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "grids.py").write_text(GRIDS)
+    (package / "warp.py").write_text(WARP)
+    summary = _lint(tmp_path)
+    # The file shows no CPU source of its own: the imported helper is its only one. A helper
+    # that moves its result (`.to(device)`) is no such helper.
+    assert _found(summary) == [("warp.py", "DEV005", 6, 12)]
+    assert "whose `device` this call leaves at None" in summary.findings[0].message
+    facts = summarise(parse_quietly(GRIDS))["functions"]
+    assert facts["base_grid"]["cpu_unless"] == "device"
+    assert facts["moved_grid"]["cpu_unless"] is None

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import ast
 import os
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from typing import Optional
 
 from devlint.analysis.project import Found, ProjectView
 from devlint.analysis.syntax import dotted_name
+from devlint.analysis.syntax_screen import SyntaxFacts
 from devlint.analysis.values import Kind, Placement, Value, Where
 
 
@@ -36,12 +38,54 @@ def imported_value(view: ProjectView, node: ast.Call) -> Optional[Value]:
         return Value(Kind.MODULE, Placement(Where.CPU, evidence=evidence, origin=node))
     returns = found.facts.get("returns")
     if returns == "cpu_tensor":
-        evidence = f"returned on the CPU by {_shown(found)}"
+        evidence = f"created on the CPU by {_shown(found)}"
         return Value(Kind.TENSOR, Placement(Where.CPU, evidence=evidence, origin=node))
     if returns == "cpu_module":
         evidence = f"a module returned on the CPU by {_shown(found)}"
         return Value(Kind.MODULE, Placement(Where.CPU, evidence=evidence, origin=node))
+    device = found.facts.get("cpu_unless")
+    if device is not None and not _passes(found, node, device):
+        evidence = (
+            f"created on the CPU by {_shown(found)}, whose `{device}` this call leaves at None"
+        )
+        return Value(Kind.TENSOR, Placement(Where.CPU, evidence=evidence, origin=node))
     return None
+
+
+def with_imported_cpu_sources(path: str, tree: ast.Module, facts: SyntaxFacts) -> SyntaxFacts:
+    """The screen's facts, with a CPU source in every function where the file calls an imported
+    project function that makes a tensor on the CPU (which the file's own syntax does not show)."""
+    device_side = facts.device_source or facts.tensor_parameter or facts.forward_method
+    if facts.cpu_everywhere or not device_side:
+        return facts
+    view = ProjectView.of(path, tree)
+    called = {name for unit in facts.units.values() for name in unit.called}
+    if view is None or not calls_cpu_maker(view, called):
+        return facts
+    return replace(facts, cpu_tensor_source=True, cpu_everywhere=True)
+
+
+def calls_cpu_maker(view: ProjectView, called: Iterable[str]) -> bool:
+    """Whether one of the ``called`` names is an imported project function that makes a tensor
+    on the CPU (always, or unless given a device): a CPU source the file's own syntax hides."""
+    for name in called:
+        if name not in view.imports:
+            continue
+        found = view.lookup(name)
+        facts = found.facts if found is not None and found.kind == "function" else {}
+        if facts.get("returns") == "cpu_tensor" or facts.get("cpu_unless"):
+            return True
+    return False
+
+
+def _passes(found: Found, node: ast.Call, parameter: str) -> bool:
+    """Whether ``node`` passes ``parameter`` of the imported function (or may: `**kwargs`)."""
+    if any(keyword.arg in (parameter, None) for keyword in node.keywords):
+        return True
+    if any(isinstance(argument, ast.Starred) for argument in node.args):
+        return True
+    positional = found.facts.get("parameters", [])
+    return parameter in positional[: len(node.args)]
 
 
 def followed_argument(view: ProjectView, node: ast.Call) -> Optional[ast.expr]:

@@ -25,6 +25,7 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any, Optional
 
+from devlint.analysis.contexts import defaults_of
 from devlint.analysis.parameters import FunctionNode
 from devlint.analysis.syntax import dotted_name, keyword_value
 from devlint.analysis.torch_api import (
@@ -49,7 +50,7 @@ _ELEMENTWISE_COMPARISONS = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
 _SUSPENDING = (ast.Yield, ast.YieldFrom, ast.Await)
 # Reads of a tensor's device: code that reads one may align its operands itself.
 _DEVICE_AWARE = frozenset({"device", "is_cuda", "get_device", "type_as", "type"})
-FORMAT = 3
+FORMAT = 4
 
 
 def summary_digest(summary: Summary) -> str:
@@ -208,6 +209,9 @@ class _Summariser:
         elif returns and all(self.makes_module(value) for value in returns):
             result = "cpu_module"
         usable = {*parameters, *keywords} - assigned
+        left_none = None
+        if result is None and returns:
+            left_none = _device_parameter(node, nodes, usable, self.qualified)
         aliases = {} if aligns_devices or not usable else _parameter_aliases(nodes, usable)
         return {
             "parameters": parameters,
@@ -216,7 +220,58 @@ class _Summariser:
             "feeds": _feeds(calls, usable),
             "mixes": _mixes(nodes, aliases, self.qualified) if len(usable) > 1 else [],
             "follows": _follows(node, nodes, returns, aliases) if aliases else None,
+            "cpu_unless": left_none,
         }
+
+
+def _device_parameter(
+    function: FunctionNode,
+    nodes: list[ast.AST],
+    usable: set[str],
+    qualified: Callable[[ast.AST], str],
+) -> Optional[str]:
+    """The parameter `device=None` whose omission leaves every tensor the function makes on the
+    CPU (`create_meshgrid(h, w, device=None)`): a function of no tensor, whose torch factories
+    all pass it (or nothing) as `device=`, that calls nothing but torch and never moves a
+    tensor. None where it is not such a function."""
+    defaults = defaults_of(function)
+    left_none = {
+        name
+        for name, default in defaults.items()
+        if name in usable and isinstance(default, ast.Constant) and default.value is None
+    }
+    arguments = function.args
+    every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+    if not left_none or any(_names_tensor(p.annotation) for p in every):
+        return None
+    passed: set[str] = set()
+    for node in nodes:
+        if not isinstance(node, ast.Call):
+            continue
+        call = node
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr in (*DEVICE_MOVES, "type_as", "type"):
+            return None
+        name = qualified(func)
+        if isinstance(func, ast.Name) and not name.startswith("torch."):
+            if name not in _PURE_BUILTINS:
+                return None
+            continue
+        if name in FACTORIES:
+            device = keyword_value(call, "device")
+            if device is None:
+                continue
+            if not (isinstance(device, ast.Name) and device.id in left_none):
+                return None
+            passed.add(device.id)
+    return passed.pop() if len(passed) == 1 else None
+
+
+def _names_tensor(annotation: Optional[ast.expr]) -> bool:
+    return annotation is not None and "Tensor" in ast.unparse(annotation)
+
+
+_PURE_BUILTINS = frozenset("int float bool len range min max abs round tuple list".split())
 
 
 def _feeds(calls: list[ast.Call], usable: set[str]) -> list[list[str]]:
