@@ -39,25 +39,45 @@ _CPU_BY_DESIGN_METHODS = frozenset({"__getitem__", "__iter__", "__len__"})
 
 
 def annotated_as_tensor(annotation: ast.expr | None) -> bool:
-    """`Tensor`, `torch.Tensor`, `Optional[Tensor]`, `"torch.Tensor"`; not `List[Tensor]`."""
+    """`Tensor`, `torch.Tensor`, `torch.BoolTensor`, `Optional[Tensor]` (`tp.Optional`, too),
+    `Union[Tensor, None]`, `Tensor | None`, `"torch.Tensor"`; not `List[Tensor]`."""
     if annotation is None:
         return False
     if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
-        text = annotation.value.replace(" ", "")
-        return text.rpartition(".")[2] == "Tensor" or text in {"Optional[Tensor]", "Tensor|None"}
-    if isinstance(annotation, ast.Subscript) and dotted_name(annotation.value) in (
-        "Optional",
-        "typing.Optional",
-    ):
-        return annotated_as_tensor(annotation.slice)
+        try:
+            written = ast.parse(annotation.value, mode="eval").body
+        except SyntaxError:
+            return False
+        return not isinstance(written, ast.Constant) and annotated_as_tensor(written)
+    if isinstance(annotation, ast.Subscript):
+        wrapper = (dotted_name(annotation.value) or "").rpartition(".")[2]
+        inner = annotation.slice
+        if wrapper == "Optional":
+            return annotated_as_tensor(inner)
+        if wrapper == "Union" and isinstance(inner, ast.Tuple):
+            return _tensor_or_none(inner.elts)
+        return False
     if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
-        none = ast.Constant
-        sides = (annotation.left, annotation.right)
-        return any(annotated_as_tensor(side) for side in sides) and any(
-            isinstance(side, none) and side.value is None for side in sides
-        )
+        return _tensor_or_none([annotation.left, annotation.right])
     name = dotted_name(annotation)
-    return name is not None and name.rpartition(".")[2] == "Tensor"
+    return name is not None and name.rpartition(".")[2] in _TENSOR_TYPES
+
+
+# `Tensor` and the legacy typed tensor classes, which annotations still use (`torch.BoolTensor`).
+_TENSOR_TYPES = frozenset(
+    {"Tensor"}
+    | {
+        kind + "Tensor"
+        for kind in "Float Double Half BFloat16 Long Int Short Char Byte Bool".split()
+    }
+)
+
+
+def _tensor_or_none(sides: list[ast.expr]) -> bool:
+    """`Tensor | None`, `Union[Tensor, None]`: a tensor and None, nothing else."""
+    none = [side for side in sides if isinstance(side, ast.Constant) and side.value is None]
+    others = [side for side in sides if side not in none]
+    return bool(none) and len(others) == 1 and annotated_as_tensor(others[0])
 
 
 _SEQUENCES = frozenset({"List", "list", "Sequence", "Iterable", "Tuple", "tuple"})
