@@ -422,11 +422,23 @@ def base_grid(height, width, device=None):
 
 def moved_grid(height, width, device=None):
     return torch.zeros(height, width, 2).to(device)
+
+
+def scaled(x, factor, device=None):
+    return x * torch.tensor(factor, device=device)
+
+
+def count(n, device=None):
+    return torch.zeros(n, device=device).numel()
+
+
+def first(n, device=None):
+    return torch.zeros(n, device=device)[0]
 """
 
 WARP = """\
 import torch
-from .grids import base_grid, moved_grid
+from .grids import base_grid, count, first, moved_grid, scaled
 
 
 def warp(flow: torch.Tensor) -> torch.Tensor:
@@ -439,6 +451,15 @@ def warp_given(flow: torch.Tensor) -> torch.Tensor:
 
 def warp_moved(flow: torch.Tensor) -> torch.Tensor:
     return moved_grid(4, 4) + flow
+
+
+def others(flow: torch.Tensor) -> torch.Tensor:
+    return flow + scaled(flow, 2.0) + count(3) + first(3)
+
+
+def on_default(flow: torch.Tensor) -> torch.Tensor:
+    with torch.device("cuda"):
+        return base_grid(4, 4) + flow
 """
 
 
@@ -455,4 +476,5 @@ def test_an_imported_helper_left_without_its_device_makes_a_cpu_tensor(tmp_path:
     assert "whose `device` this call leaves at None" in summary.findings[0].message
     facts = summarise(parse_quietly(GRIDS))["functions"]
     assert facts["base_grid"]["cpu_unless"] == "device"
-    assert facts["moved_grid"]["cpu_unless"] is None
+    for helper in ("moved_grid", "scaled", "count", "first"):
+        assert facts[helper]["cpu_unless"] is None, helper  # not only its factories' tensors

@@ -340,6 +340,14 @@ def last_token(ids: torch.Tensor, token: int):
 """,
         [("DEV005", 3, 29)],
     ),
+    "nonzero's index tensor on a device, added to a CPU range": (
+        """\
+x = torch.randn(3, 3).to(device)
+idx = torch.nonzero(x > 0)
+y = torch.arange(10) + idx.sum(1)
+""",
+        [("DEV006", 3, 5)],
+    ),
     "indices from nonzero as a tuple added to a CPU tensor": (
         """\
 def shifted(ids: torch.Tensor):
@@ -556,6 +564,13 @@ CORRECT = [
     "def lookup(ids: torch.Tensor):\n    return torch.arange(10, device=ids.device)[ids]",
     "def rows(x: torch.Tensor):\n    return x[torch.arange(2)]",
     "batch = {'x': torch.ones(2).to(device)}\nfor key in batch:\n    print(key + 'suffix')",
+    "x = torch.randn(3, 3).to(device)\nidx = torch.nonzero(x > 0)\ny = idx.cpu().numpy()",
+    "def make(n, device=None):\n    return torch.zeros(n, device=device)\n"
+    "def main(x: torch.Tensor):\n    with torch.device('cuda'):\n        y = make(3)\n    return x + y",
+    "import functools\ndef with_device(fn):\n    @functools.wraps(fn)\n    def wrapper(*a, **kw):\n"
+    "        kw.setdefault('device', torch.device('cuda'))\n        return fn(*a, **kw)\n"
+    "    return wrapper\n@with_device\ndef make(n, device=None):\n"
+    "    return torch.zeros(n, device=device)\ndef run(x: torch.Tensor):\n    return x + make(3)",
     # The branch that runs only without CUDA keeps everything on the CPU.
     "class Loss(nn.Module):\n    def forward(self, x):\n        t = torch.stack([x[0], x[1]])\n"
     "        if torch.cuda.is_available():\n            return t / torch.ones(2).cuda()\n"

@@ -43,7 +43,7 @@ class CallContexts(CallEvaluator):
     classes: dict[str, ClassFacts]
     call_findings: dict[ast.Call, list[CallFinding]]
     _summaries: dict[FunctionNode, Value]
-    _contexts: dict[tuple[FunctionNode, Context], tuple[Value, tuple[InnerFinding, ...]]]
+    _contexts: dict[tuple[FunctionNode, Context, bool], tuple[Value, tuple[InnerFinding, ...]]]
     _context_counts: dict[FunctionNode, int]
     _constructions: dict[str, list[Optional[dict[str, Value]]]]
     _call_sites: dict[FunctionNode, list[Optional[dict[str, Value]]]]
@@ -82,24 +82,30 @@ class CallContexts(CallEvaluator):
         self._summaries[function] = result
         return result
 
-    def call_summary(self, function: FunctionNode, call: ast.Call, arguments: list[Value]) -> Value:
+    def call_summary(
+        self, function: FunctionNode, call: ast.Call, arguments: list[Value], caller: Unit
+    ) -> Value:
         """What a helper of this file returns for this call's arguments (see `contexts`)."""
         bound = bind_arguments(function, call, arguments)
         if self.recording:
             self._call_sites.setdefault(function, []).append(bound)
         if bound is None or function in self._in_progress:
             return self.summary(function)
-        result = self._in_context(function, call, bound, Unit(function))
+        unit = Unit(function, default_device_changed=caller.default_device_changed)
+        result = self._in_context(function, call, bound, unit)
         if result is None:
             return self.summary(function)
-        if result.placement.origin in self.defaulted_devices and result.where is Where.CPU:
-            # The call chose the CPU by leaving out the device: the finding belongs to it.
-            evidence = (
-                f"created on the CPU by `{function.name}(...)`, whose `device` this call leaves "
-                "at None"
-            )
-            return result.placed(Placement(Where.CPU, evidence=evidence, origin=call))
-        return result
+        return self._left_without_device(function, call, result)
+
+    def _left_without_device(self, function: FunctionNode, call: ast.Call, result: Value) -> Value:
+        """A CPU tensor made because ``call`` left the helper's `device` at None: the finding
+        belongs to the call, where `device=` goes."""
+        if result.placement.origin not in self.defaulted_devices or result.where is not Where.CPU:
+            return result
+        evidence = (
+            f"created on the CPU by `{function.name}(...)`, whose `device` this call leaves at None"
+        )
+        return result.placed(Placement(Where.CPU, evidence=evidence, origin=call))
 
     def method_call(
         self,
@@ -127,9 +133,10 @@ class CallContexts(CallEvaluator):
             submodules=caller.submodules,
             numbers=caller.numbers,
             tensors=caller.tensors,
+            default_device_changed=caller.default_device_changed,
         )
         result = self._in_context(method, call, bound, unit, is_method=not static)
-        return UNKNOWN if result is None else result
+        return UNKNOWN if result is None else self._left_without_device(method, call, result)
 
     def _in_context(
         self,
@@ -143,7 +150,8 @@ class CallContexts(CallEvaluator):
         context; its findings about those values are passed on to ``call``. None past the
         bound on contexts."""
         known = {name: value for name, value in bound.items() if value is not UNKNOWN}
-        key = (function, tuple(sorted(known.items(), key=lambda pair: pair[0])))
+        passed = tuple(sorted(known.items(), key=lambda pair: pair[0]))
+        key = (function, passed, unit.default_device_changed > 0)
         memo = self._contexts.get(key)
         if memo is None:
             count = self._context_counts.get(function, 0)
@@ -169,7 +177,12 @@ class CallContexts(CallEvaluator):
         passed = dict(bound)
         for name, default in defaults_of(function).items():
             if name not in bound:  # the call leaves it out: the default is what it holds
-                left_none = isinstance(default, ast.Constant) and default.value is None
+                # (a decorator may fill it in: `kw.setdefault("device", ...)`)
+                left_none = (
+                    isinstance(default, ast.Constant)
+                    and default.value is None
+                    and not _decorated(function)
+                )
                 value = NONE if left_none else self.eval(default, {}, unit)
                 if value is not UNKNOWN:
                     passed[name] = value
@@ -285,3 +298,9 @@ def _placed_by_parameter(
     arguments = function.args
     every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
     return any(parameter.arg == root and root not in exempt for parameter in every)
+
+
+def _decorated(function: FunctionNode) -> bool:
+    """Decorated by something other than `staticmethod` or `classmethod`."""
+    names = {dotted_name(decorator) for decorator in function.decorator_list}
+    return bool(names - {"staticmethod", "classmethod"})

@@ -192,7 +192,9 @@ class CallEvaluator:
     def summary(self, function: FunctionNode) -> Value:
         raise NotImplementedError
 
-    def call_summary(self, function: FunctionNode, call: ast.Call, arguments: list[Value]) -> Value:
+    def call_summary(
+        self, function: FunctionNode, call: ast.Call, arguments: list[Value], caller: Unit
+    ) -> Value:
         raise NotImplementedError
 
     def construct(self, call: ast.Call, name: str, arguments: list[Value]) -> None:
@@ -527,6 +529,9 @@ class CallEvaluator:
         qualified = self.names.resolve(dotted)
         value: Value
         imported = imported_value(self.project, node) if self.project is not None else None
+        default_changed = self.default_device_changed or unit.default_device_changed
+        if imported is not None and imported.kind is Kind.TENSOR and default_changed:
+            imported = UNKNOWN  # made on the default device, which the code changes
         followed = (
             followed_argument(self.project, node)
             if imported is None and self.project is not None
@@ -551,7 +556,7 @@ class CallEvaluator:
             arguments = self._arguments(node, env, unit)
             value = self._method(node, func, receiver, arguments, env, unit, bare)
         elif isinstance(func, ast.Name):
-            value = self._local_call(node, func.id, self._arguments(node, env, unit))
+            value = self._local_call(node, func.id, self._arguments(node, env, unit), unit)
             helper = self.functions.get(func.id)
             if helper is not None:
                 self._forget_changed_containers(node, helper, env)
@@ -655,7 +660,7 @@ class CallEvaluator:
             # Given a tensor of means, it samples where they are (given numbers, on the CPU).
             return combine(_operands(arguments[:2]))
         if qualified in ("torch.where", "torch.nonzero"):
-            indices = self._where_indices(node, arguments)
+            indices = self._where_indices(node, qualified, arguments)
             if indices is not None:
                 return indices
         if qualified in FUNCTIONAL_LOSSES:
@@ -690,13 +695,16 @@ class CallEvaluator:
             return arguments[0] if arguments else UNKNOWN
         return UNKNOWN
 
-    def _where_indices(self, node: ast.Call, arguments: list[Value]) -> Optional[Value]:
+    def _where_indices(
+        self, node: ast.Call, qualified: str, arguments: list[Value]
+    ) -> Optional[Value]:
         """`torch.where(cond)`, `torch.nonzero(cond, as_tuple=True)`: a tuple of index tensors,
         one per dimension, where `cond` is."""
         if len(node.args) != 1 or arguments[0].kind is not Kind.TENSOR:
             return None
-        if node.keywords and not _as_tuple(node):
-            return None
+        as_tuple = _as_tuple(node)
+        if (node.keywords and not as_tuple) or (qualified == "torch.nonzero" and not as_tuple):
+            return None  # `torch.nonzero(cond)`: one (N, ndim) tensor
         return Value(Kind.SEQUENCE, item=Value(Kind.TENSOR, arguments[0].placement))
 
     def _loader(self, node: ast.Call) -> Value:
@@ -723,7 +731,7 @@ class CallEvaluator:
             return Value(Kind.MODULE, created, has_parameters=False, returns_tensor=returns_tensor)
         return Value(Kind.MODULE, created, returns_tensor=returns_tensor)
 
-    def _local_call(self, node: ast.Call, name: str, arguments: list[Value]) -> Value:
+    def _local_call(self, node: ast.Call, name: str, arguments: list[Value], unit: Unit) -> Value:
         if name in ("enumerate", "zip"):
             items = [argument_value.item or UNKNOWN for argument_value in arguments]
             if name == "enumerate":
@@ -736,7 +744,7 @@ class CallEvaluator:
             return Value(Kind.MODULE, created, class_name=name)
         function = self.functions.get(name)
         if function is not None:
-            return self.call_summary(function, node, arguments)
+            return self.call_summary(function, node, arguments, unit)
         self.construct(node, name, arguments)
         return UNKNOWN
 

@@ -132,7 +132,9 @@ class DeviceFlow(CallContexts):
         self._summaries: dict[FunctionNode, Value] = {}
         # Helpers analysed per calling context: their result and what they did with the
         # caller's CPU values (see `contexts`); the frames of those being analysed.
-        self._contexts: dict[tuple[FunctionNode, Context], tuple[Value, tuple[InnerFinding, ...]]]
+        self._contexts: dict[
+            tuple[FunctionNode, Context, bool], tuple[Value, tuple[InnerFinding, ...]]
+        ]
         self._contexts = {}
         self._context_counts: dict[FunctionNode, int] = {}
         self.frames: list[Frame] = []

@@ -147,6 +147,23 @@ class ScopeTracker:
             self._local_names[key] = collector.names
         return name in self._local_names[key] or name in self.current_parameters()
 
+    def rebinds(self, name: str) -> bool:
+        """Whether the current function (or, outside one, the module) binds ``name`` other than
+        by a plain `name = value` (a loop or `with` target, an unpacking, `:=`, a `global`), or a
+        function of the module rebinds it with `global`: its latest plain assignment above may
+        not be what it holds."""
+        module = self._scopes[0].node
+        function = self.current_function()
+        for owner in (function, module) if function is not None else (module,):
+            key = -id(owner)
+            if key not in self._local_names:
+                collector = _StoredNames(plain=False)
+                visit(owner, collector)
+                self._local_names[key] = collector.names
+            if name in self._local_names[key]:
+                return True
+        return False
+
     def current_class_sets(self, attribute: str) -> bool:
         """Whether the enclosing class assigns ``self.<attribute>`` or inherits Lightning's."""
         if not self._classes:
@@ -187,10 +204,12 @@ def _parameters(params: cst.Parameters) -> list[cst.Param]:
 
 
 class _StoredNames(cst.CSTVisitor):
-    """Names a function body binds: assignments, loop and `with` targets, imports, defs."""
+    """Names a function body binds: assignments, loop and `with` targets, imports, defs; with
+    ``plain`` False, all but plain `name = value` assignments, and the names of `global`."""
 
-    def __init__(self) -> None:
+    def __init__(self, plain: bool = True) -> None:
         self.names: set[str] = set()
+        self.plain = plain
 
     def _store(self, target: cst.CSTNode) -> None:
         if isinstance(target, cst.Name):
@@ -202,7 +221,12 @@ class _StoredNames(cst.CSTVisitor):
             self._store(target.value)
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        self._store(node.target)
+        if self.plain or not isinstance(node.target, cst.Name):
+            self._store(node.target)
+
+    def visit_Global(self, node: cst.Global) -> None:
+        if not self.plain:
+            self.names.update(item.name.value for item in node.names)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         self._store(node.target)

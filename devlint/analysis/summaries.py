@@ -32,6 +32,7 @@ from devlint.analysis.torch_api import (
     COMBINING_FUNCTIONS,
     DEVICE_MOVES,
     FACTORIES,
+    KEEPING_FUNCTIONS,
     MODULE_BASES,
     OPERAND_METHODS,
     PLACEMENT_KEEPING_METHODS,
@@ -242,8 +243,14 @@ def _device_parameter(
     }
     arguments = function.args
     every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
-    if not left_none or any(_names_tensor(p.annotation) for p in every):
+    if not left_none or function.decorator_list or any(_names_tensor(p.annotation) for p in every):
         return None
+    if any(isinstance(node, _SUSPENDING) for node in nodes):
+        return None
+    made = _MadeHere(nodes, qualified)
+    returned = [node.value for node in nodes if isinstance(node, ast.Return)]
+    if not returned or not all(made.tensor(value) for value in returned):
+        return None  # what it returns is not only what its factories made
     passed: set[str] = set()
     for node in nodes:
         if not isinstance(node, ast.Call):
@@ -265,6 +272,58 @@ def _device_parameter(
                 return None
             passed.add(device.id)
     return passed.pop() if len(passed) == 1 else None
+
+
+class _MadeHere:
+    """Whether an expression of a function is a tensor its own factories made: a factory call,
+    what a torch function or a placement-keeping method makes of such tensors (and numbers),
+    an index of one, or a local assigned once such a tensor."""
+
+    def __init__(self, nodes: list[ast.AST], qualified: Callable[[ast.AST], str]) -> None:
+        self.qualified = qualified
+        assigned: dict[str, list[ast.expr]] = {}
+        for node in nodes:
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    key = target.id if isinstance(target, ast.Name) else ""
+                    assigned.setdefault(key, []).append(node.value)
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.NamedExpr)):
+                target = node.target
+                if isinstance(target, ast.Name):
+                    assigned.setdefault(target.id, []).append(target)  # no single value
+        self.assigned = assigned
+
+    def tensor(self, node: Optional[ast.expr], depth: int = 0) -> bool:
+        if node is None or depth > 8:
+            return False
+        if isinstance(node, ast.Name):
+            values = self.assigned.get(node.id, [])
+            return len(values) == 1 and self.tensor(values[0], depth + 1)
+        if isinstance(node, ast.Subscript):  # (an index may leave a 0-dim tensor)
+            return _slices_only(node.slice) and self.tensor(node.value, depth + 1)
+        if isinstance(node, ast.BinOp):
+            sides = (node.left, node.right)
+            return any(self.tensor(side, depth + 1) for side in sides) and all(
+                isinstance(side, ast.Constant) or self.tensor(side, depth + 1) for side in sides
+            )
+        if not isinstance(node, ast.Call):
+            return False
+        func = node.func
+        name = self.qualified(func)
+        if name in SCALAR_CAPABLE_FACTORIES:  # `torch.tensor(2.0)` is 0-dim: it mixes anywhere
+            return bool(node.args) and isinstance(node.args[0], (ast.List, ast.Tuple))
+        if name in FACTORIES:
+            return True
+        if name in KEEPING_FUNCTIONS:
+            return bool(node.args) and all(self._operand(arg, depth) for arg in node.args)
+        if isinstance(func, ast.Attribute) and func.attr in PLACEMENT_KEEPING_METHODS:
+            return func.attr not in REDUCTIONS and self.tensor(func.value, depth + 1)
+        return False
+
+    def _operand(self, node: ast.expr, depth: int) -> bool:
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return bool(node.elts) and all(self._operand(item, depth) for item in node.elts)
+        return isinstance(node, ast.Constant) or self.tensor(node, depth + 1)
 
 
 def _names_tensor(annotation: Optional[ast.expr]) -> bool:

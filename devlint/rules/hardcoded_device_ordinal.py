@@ -122,6 +122,11 @@ class HardcodedDeviceOrdinal(Rule):
         "    assert str(device) == 'cuda:1'",
         "import torch\nif torch.cuda.device_count() > 1:\n    dev = 'cuda:1'\nx = x.to(dev)",
         "import torch\ndev = 'cuda:1'\ndev = 'cpu'\nx = x.to(dev)",
+        "def loop(x, devices):\n    dev = 'cuda:1'\n    for dev in devices:\n        x = x.to(dev)",
+        "def f(x, args):\n    device = 'cuda:1'\n    device, n = prepare(args)\n    return x.to(device)",
+        "def f(xs, devs):\n    dev = 'cuda:1'\n    return [x.to(dev) for x, dev in zip(xs, devs)]",
+        "DEVICE = 'cuda:1'\ndef setup(args):\n    global DEVICE\n    DEVICE = args.device\n"
+        "def run(x):\n    return x.to(DEVICE)",
     )
     INVALID = (
         Invalid("x = x.to('cuda:1')", 1, 10, '`"cuda:1"`'),
@@ -226,7 +231,10 @@ class HardcodedDeviceOrdinal(Rule):
         self, name: cst.Name
     ) -> Optional[tuple[cst.BaseExpression, Optional[Node]]]:
         """The value the name was last assigned, outside any check for several GPUs."""
-        binding = self.context.scopes.lookup(name)
+        scopes = self.context.scopes
+        if scopes.rebinds(name.value):
+            return None  # `for dev in devices:`, `dev, n = ...`: maybe no longer the literal
+        binding = scopes.lookup(name)
         value = binding.value if binding is not None else None
         if value is None or value not in self._unguarded_bindings:
             return None
