@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import Any, Optional, Union
+from typing import Any, Optional, Union, cast
 
 from devlint.analysis.call_contexts import CallContexts
 from devlint.analysis.contexts import (
@@ -344,9 +344,9 @@ class DeviceFlow(CallContexts):
     def _tensor_parameters(self, function: FunctionNode, bases: Iterable[str]) -> frozenset[str]:
         """The tensor parameters of a function, which live on its caller's device. A parameter
         used as a tensor, or documented as one, counts only in a file that places something on
-        a device: code that
-        never does is CPU-side by design (an image resizer of a data pipeline), and there only
-        an annotation saying `Tensor` (a typed API) makes a parameter the caller's."""
+        a device: code that never does is CPU-side by design (an image resizer of a data
+        pipeline), and there only an annotation saying `Tensor` (a typed API) makes a parameter
+        the caller's."""
         if self.test_module or runs_on_cpu_by_design(function, bases):
             return frozenset()
         if not self._places_on_device():
@@ -450,7 +450,7 @@ class DeviceFlow(CallContexts):
                 self.visited(statement)
                 if not reached:
                     return None
-                if kind is ast.If and _leaves_when_available(statement, self.names):  # type: ignore[arg-type]
+                if kind is ast.If and _leaves_when_available(cast(ast.If, statement), self.names):
                     self.silenced += 1
                     silenced += 1
             return env
@@ -549,7 +549,7 @@ class DeviceFlow(CallContexts):
         iterable = self.eval(node.iter, env, unit)
         item = iterable.item or (join_all(iterable.elements) if iterable.elements else UNKNOWN)
         if item is UNKNOWN and iterable.kind is Kind.TENSOR:
-            item = _unpacked(iterable, 0, 0)  # the rows of a tensor, where it is
+            item = _unpacked(iterable, 0, 1)  # the rows of a tensor, where it is
 
         data = data_siblings(node.target, node.body)
 
