@@ -24,7 +24,7 @@ from libcst.metadata import CodeRange
 from devlint.analysis.call_screen import call_facts
 from devlint.analysis.guards import GuardTracker
 from devlint.analysis.imported import with_imported_cpu_sources
-from devlint.analysis.project import take_dependencies
+from devlint.analysis.project import ProjectView, take_dependencies
 from devlint.analysis.syntax import SourceText
 from devlint.analysis.syntax_screen import SyntaxFacts, syntax_facts
 from devlint.complexity import parse_quietly, too_complex, too_large
@@ -440,8 +440,12 @@ def _lint_text(
         calls = call_facts(syntax_tree)
         libcst_rules = [rule for rule in libcst_rules if rule.may_fire_in_tree(calls, source)]
     facts = rules.screen(syntax_tree, source) if syntax_tree is not None and flow_rules else None
-    if facts is not None and syntax_tree is not None:
-        facts = with_imported_cpu_sources(path, syntax_tree, facts)
+    # The project files the file imports, read once for the screen and the flow.
+    project = (
+        ProjectView.of(path, syntax_tree) if facts is not None and syntax_tree is not None else None
+    )
+    if facts is not None:
+        facts = with_imported_cpu_sources(project, facts)
         flow_rules = [rule for rule in flow_rules if rule.may_fire_in(facts)]
     located: list[tuple[Finding, tuple[int, ...]]] = []
     if libcst_rules or syntax_tree is None:
@@ -457,7 +461,7 @@ def _lint_text(
             )
     if syntax_tree is not None and flow_rules:
         located += _run_flow_rules(
-            path, syntax_tree, facts, source, rules, flow_rules, result.errors, cite
+            path, syntax_tree, facts, project, source, rules, flow_rules, result.errors, cite
         )
     suppressions: Optional[Suppressions] = None  # the file's comments are tokenized once
     if UNUSED_NOQA_CODE in rules.codes and UnusedNoqa.may_fire(source):
@@ -530,6 +534,7 @@ def _run_flow_rules(
     path: str,
     tree: ast.Module,
     facts: Optional[SyntaxFacts],
+    project: Optional[ProjectView],
     source: str,
     rules: RuleSet,
     active: Sequence[FlowRule],
@@ -538,7 +543,7 @@ def _run_flow_rules(
 ) -> list[tuple[Finding, tuple[int, ...]]]:
     """Findings of the device-flow rules, which read CPython's tree."""
     text = SourceText(source)
-    context = FlowContext(path, tree, text, facts)
+    context = FlowContext(path, tree, text, facts, project)
     try:
         with _deep_recursion():
             context.run(rules.flow_hooks(context, active, errors))

@@ -30,10 +30,16 @@ class FlowContext(FindingCollector):
     """Per-file state of the flow rules: the tree, the analysis, and the findings so far."""
 
     def __init__(
-        self, path: str, tree: ast.Module, text: SourceText, facts: Optional[SyntaxFacts] = None
+        self,
+        path: str,
+        tree: ast.Module,
+        text: SourceText,
+        facts: Optional[SyntaxFacts] = None,
+        project: Optional[ProjectView] = None,
     ) -> None:
         super().__init__()
         self.path = path
+        self.project = project  # the project files the file imports (`ProjectView.of`)
         self.tree = tree
         self.text = text
         self.facts = facts
@@ -72,7 +78,7 @@ class FlowContext(FindingCollector):
             hooks.keys(),
             self.facts,
             test_module=is_test_module(path_in_project(self.path)),
-            project=ProjectView.of(self.path, self.tree),
+            project=self.project,
         )
         seen: set[int] = set()
         for node, statement in self._flow.visits:

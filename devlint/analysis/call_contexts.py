@@ -22,6 +22,7 @@ from devlint.analysis.contexts import (
     argument_node,
     bind_arguments,
     defaults_of,
+    none_defaulted,
 )
 from devlint.analysis.syntax import dotted_name
 from devlint.analysis.units import ClassFacts, Env, FunctionNode, Unit
@@ -117,9 +118,9 @@ class CallContexts(CallEvaluator):
     ) -> Value:
         """`self.helper(inputs, mask)` in a method of the class: the helper analysed with the
         values passed, `self` included; UNKNOWN where it cannot be."""
-        decorators = {dotted_name(decorator) for decorator in method.decorator_list}
-        if decorators - {"classmethod", "staticmethod"}:
+        if _decorated(method):
             return UNKNOWN  # a property, a cached or wrapped method: not the code called here
+        decorators = {dotted_name(decorator) for decorator in method.decorator_list}
         static = "staticmethod" in decorators
         bound = bind_arguments(method, call, arguments, skip_first=not static)
         positional = [*method.args.posonlyargs, *method.args.args]
@@ -175,15 +176,11 @@ class CallContexts(CallEvaluator):
         env: Env = {}
         self._bind_parameters(function, unit, env)
         passed = dict(bound)
+        # (a decorator may fill in what the call leaves out: `kw.setdefault("device", ...)`)
+        left_none = set() if _decorated(function) else none_defaulted(function)
         for name, default in defaults_of(function).items():
             if name not in bound:  # the call leaves it out: the default is what it holds
-                # (a decorator may fill it in: `kw.setdefault("device", ...)`)
-                left_none = (
-                    isinstance(default, ast.Constant)
-                    and default.value is None
-                    and not _decorated(function)
-                )
-                value = NONE if left_none else self.eval(default, {}, unit)
+                value = NONE if name in left_none else self.eval(default, {}, unit)
                 if value is not UNKNOWN:
                     passed[name] = value
         env.update(passed)

@@ -477,9 +477,14 @@ class CallEvaluator:
 
     # -- devices ---------------------------------------------------------------------------
 
-    def device_placement(self, node: ast.expr, env: Env, unit: Unit, verb: str) -> Placement:
-        """Where `.to(node)` or `device=node` puts a tensor; a device variable is a device."""
+    def device_placement(
+        self, node: ast.expr, env: Env, unit: Unit, verb: str
+    ) -> Optional[Placement]:
+        """Where `.to(node)` or `device=node` puts a tensor; a device variable is a device.
+        None where ``node`` holds a helper's `device` its call left at None: no device given."""
         value = self.values.get(node) or self.eval(node, env, unit)
+        if value.kind is Kind.NONE:
+            return None
         if value.where is Where.CPU and value.kind in (Kind.DEVICE_OBJECT, Kind.TENSOR):
             return Placement(Where.CPU, evidence=f"{verb} the CPU", origin=node)
         if value.kind is Kind.TENSOR and value.where is not Where.UNKNOWN:
@@ -517,9 +522,7 @@ class CallEvaluator:
         target = argument(node, 0, "device")
         if target is None or converts_dtype(node, self.names):
             return None
-        if self.eval(target, env, unit).kind is Kind.NONE:
-            return None  # `.to(None)`: it stays where it is
-        return self.device_placement(target, env, unit, "moved to")
+        return self.device_placement(target, env, unit, "moved to")  # `.to(None)`: it stays
 
     # -- calls ----------------------------------------------------------------------------------
 
@@ -589,12 +592,13 @@ class CallEvaluator:
         self, node: ast.Call, qualified: str, env: Env, unit: Unit, inherit: Optional[Value]
     ) -> Value:
         device = keyword_value(node, "device")
-        if device is not None and self.eval(device, env, unit).kind is Kind.NONE:
-            device = None  # `device=device` with the caller's `device` left at None
-            self.defaulted_devices.add(node)
+        given = None if device is None else self.device_placement(device, env, unit, "created on")
+        if device is not None and given is None:
+            self.defaulted_devices.add(node)  # `device=device`, the caller's left at None
         into = keyword_value(node, "out")
-        if device is not None:
-            placement = self.device_placement(device, env, unit, "created on")
+        placement: Placement
+        if given is not None:
+            placement = given
         elif into is not None:
             placement = self.eval(into, env, unit).placement  # written into `out=`, where it is
         elif inherit is not None:
@@ -634,7 +638,8 @@ class CallEvaluator:
             first = argument(node, 0, "type")
             if first is None:
                 return UNKNOWN
-            return Value(Kind.DEVICE_OBJECT, self.device_placement(first, env, unit, "on"))
+            placement = self.device_placement(first, env, unit, "on") or Placement(Where.UNKNOWN)
+            return Value(Kind.DEVICE_OBJECT, placement)
         if qualified == "torch.load":
             location = argument(node, 1, "map_location")
             if location is not None and string_value(location) == "cpu":

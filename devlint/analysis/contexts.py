@@ -99,6 +99,15 @@ def defaults_of(function: FunctionNode) -> dict[str, ast.expr]:
     return defaults
 
 
+def none_defaulted(function: FunctionNode) -> set[str]:
+    """The parameters whose default is `None`."""
+    return {
+        name
+        for name, default in defaults_of(function).items()
+        if isinstance(default, ast.Constant) and default.value is None
+    }
+
+
 def argument_node(
     call: ast.Call, function: FunctionNode, parameter: str, skip_first: bool = False
 ) -> Optional[ast.expr]:

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Union
 
-FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+from devlint.analysis.units import FunctionNode
 
 _TENSOR_TYPE = re.compile(
     r"(?:torch\.)?(?:Float|Double|Half|BFloat16|Long|Int|Short|Char|Byte|Bool)?Tensor"

@@ -48,7 +48,7 @@ from devlint.analysis.parameters import (
     tensor_parameters,
 )
 from devlint.analysis.project import ProjectView
-from devlint.analysis.syntax import SourceText, dotted_name, nodes_below
+from devlint.analysis.syntax import SourceText, dotted_name, nodes_below, self_attribute
 from devlint.analysis.syntax_screen import SyntaxFacts, syntax_facts
 from devlint.analysis.torch_api import (
     WRAPPER_MODULES,
@@ -326,8 +326,8 @@ class DeviceFlow(CallContexts):
         for statement in init.body:
             if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
                 continue
-            target, value = dotted_name(statement.targets[0]), statement.value
-            if not (target and target.startswith("self.") and target.count(".") == 1):
+            target, value = self_attribute(statement.targets[0]), statement.value
+            if target is None:
                 continue
             if isinstance(value, ast.Call):
                 qualified = self.names.qualified_syntax_name(value.func) or ""
@@ -338,7 +338,7 @@ class DeviceFlow(CallContexts):
                     and not is_loss_class(qualified)
                     and qualified not in WRAPPER_MODULES
                 ):
-                    layers.add(target[len("self.") :])
+                    layers.add(target)
         return frozenset(layers)
 
     def _tensor_parameters(self, function: FunctionNode, bases: Iterable[str]) -> frozenset[str]:
@@ -548,8 +548,8 @@ class DeviceFlow(CallContexts):
     def _exec_for(self, node: Union[ast.For, ast.AsyncFor], env: Env, unit: Unit) -> bool:
         iterable = self.eval(node.iter, env, unit)
         item = iterable.item or (join_all(iterable.elements) if iterable.elements else UNKNOWN)
-        if item is UNKNOWN and iterable.kind is Kind.TENSOR:
-            item = _unpacked(iterable, 0, 1)  # the rows of a tensor, where it is
+        if item is UNKNOWN:
+            item = _rows(iterable)
 
         data = data_siblings(node.target, node.body)
 
@@ -817,11 +817,18 @@ def _unpacked(value: Value, index: int, count: int) -> Value:
         return value.elements[index]
     if value.kind is Kind.BATCH:
         return Value(Kind.TENSOR, value.placement)
-    if value.kind is Kind.TENSOR and value.where is not Where.UNKNOWN and not value.module_output:
-        # The rows of a tensor, or the tensors `torch.meshgrid(...)` returns (held as one), are
-        # where it is: 0-dim ones, perhaps.
-        return Value(Kind.TENSOR, value.placement, scalar=True, unproven=value.unproven)
+    rows = _rows(value)
+    if rows is not UNKNOWN:
+        return rows
     return UNKNOWN if value.item is None else value.item
+
+
+def _rows(value: Value) -> Value:
+    """What unpacking or iterating a tensor gives: its rows, or the tensors `torch.meshgrid`
+    returns (held as one), where it is; 0-dim ones, perhaps. UNKNOWN for anything else."""
+    if value.kind is Kind.TENSOR and value.where is not Where.UNKNOWN and not value.module_output:
+        return Value(Kind.TENSOR, value.placement, scalar=True, unproven=value.unproven)
+    return UNKNOWN
 
 
 _StatementHandler = Callable[[DeviceFlow, Any, Env, Unit], bool]

@@ -52,15 +52,14 @@ def imported_value(view: ProjectView, node: ast.Call) -> Optional[Value]:
     return None
 
 
-def with_imported_cpu_sources(path: str, tree: ast.Module, facts: SyntaxFacts) -> SyntaxFacts:
+def with_imported_cpu_sources(view: Optional[ProjectView], facts: SyntaxFacts) -> SyntaxFacts:
     """The screen's facts, with a CPU source in every function where the file calls an imported
     project function that makes a tensor on the CPU (which the file's own syntax does not show)."""
     device_side = facts.device_source or facts.tensor_parameter or facts.forward_method
-    if facts.cpu_everywhere or not device_side:
+    if view is None or facts.cpu_everywhere or not device_side:
         return facts
-    view = ProjectView.of(path, tree)
     called = {name for unit in facts.units.values() for name in unit.called}
-    if view is None or not calls_cpu_maker(view, called):
+    if not calls_cpu_maker(view, called):
         return facts
     return replace(facts, cpu_tensor_source=True, cpu_everywhere=True)
 

@@ -13,11 +13,9 @@ Only what ``__init__`` shows counts: numeric literals, the parameters it shows t
 from __future__ import annotations
 
 import ast
-from typing import Union
 
-from devlint.analysis.syntax import dotted_name
-
-FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+from devlint.analysis.syntax import dotted_name, self_attribute
+from devlint.analysis.units import FunctionNode
 
 _NUMBER_FUNCTIONS = frozenset({"abs", "int", "float", "round", "min", "max", "pow"})
 
@@ -53,7 +51,7 @@ def number_attributes(init: FunctionNode, parameters: frozenset[str]) -> frozens
         if isinstance(target, ast.Name):
             (numbers.add if number else numbers.discard)(target.id)
             continue
-        name = _self_attribute(target)
+        name = self_attribute(target)
         if name is not None:
             (found if number else other).add(name)
         else:
@@ -77,12 +75,5 @@ def _assigned_below_top(init: FunctionNode) -> set[str]:
     return names
 
 
-def _self_attribute(node: ast.AST) -> str | None:
-    name = dotted_name(node)
-    if name and name.startswith("self.") and name.count(".") == 1:
-        return name[len("self.") :]
-    return None
-
-
 def _self_attributes_in(target: ast.expr) -> set[str]:
-    return {name for part in ast.walk(target) if (name := _self_attribute(part)) is not None}
+    return {name for part in ast.walk(target) if (name := self_attribute(part)) is not None}

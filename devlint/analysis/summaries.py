@@ -25,7 +25,7 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any, Optional
 
-from devlint.analysis.contexts import defaults_of
+from devlint.analysis.contexts import none_defaulted
 from devlint.analysis.parameters import FunctionNode
 from devlint.analysis.syntax import dotted_name, keyword_value
 from devlint.analysis.torch_api import (
@@ -235,12 +235,7 @@ def _device_parameter(
     CPU (`create_meshgrid(h, w, device=None)`): a function of no tensor, whose torch factories
     all pass it (or nothing) as `device=`, that calls nothing but torch and never moves a
     tensor. None where it is not such a function."""
-    defaults = defaults_of(function)
-    left_none = {
-        name
-        for name, default in defaults.items()
-        if name in usable and isinstance(default, ast.Constant) and default.value is None
-    }
+    left_none = none_defaulted(function) & usable
     arguments = function.args
     every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
     if not left_none or function.decorator_list or any(_names_tensor(p.annotation) for p in every):

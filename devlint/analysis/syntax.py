@@ -79,6 +79,14 @@ def dotted_name(node: ast.AST) -> Optional[str]:
     return ".".join(reversed(parts))
 
 
+def self_attribute(node: ast.AST) -> Optional[str]:
+    """`name` of `self.name` (one attribute deep), else None."""
+    dotted = dotted_name(node)
+    if dotted and dotted.startswith("self.") and dotted.count(".") == 1:
+        return dotted[len("self.") :]
+    return None
+
+
 def argument(call: ast.Call, position: int, keyword: str) -> Optional[ast.expr]:
     """The argument passed at ``position`` or as ``keyword=``, if any (None past a ``*args``)."""
     named = keyword_value(call, keyword)

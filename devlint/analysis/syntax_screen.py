@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import cast
 
-from devlint.analysis.contexts import defaults_of
+from devlint.analysis.contexts import none_defaulted
 from devlint.analysis.parameters import TENSOR_ONLY_ATTRIBUTES, FunctionNode, tensor_parameters
 from devlint.analysis.prefilter import LOADER_NAME
 from devlint.analysis.syntax import CHILD_FIELDS, child_fields, has_arguments
@@ -115,7 +115,7 @@ def syntax_facts(tree: ast.Module, source: str) -> SyntaxFacts:
                     stack.append(child)
         if facts.device_names and not facts.cpu_tensor_source and owner is not tree:
             # `torch.zeros(n, device=device)` with `device=None` by default: on the CPU
-            left_none = _none_defaulted(cast(FunctionNode, owner))
+            left_none = none_defaulted(cast(FunctionNode, owner))
             facts.cpu_tensor_source = not facts.device_names.isdisjoint(left_none)
     everywhere = imports_factory or bool(LOADER_NAME.search(source))
     return SyntaxFacts(
@@ -196,14 +196,6 @@ _PARAMETER_METHODS = frozenset({"parameters", "buffers", "named_parameters", "na
 
 def _is_none_or_cpu(node: ast.expr) -> bool:
     return isinstance(node, ast.Constant) and node.value in (None, "cpu")
-
-
-def _none_defaulted(function: FunctionNode) -> set[str]:
-    return {
-        name
-        for name, default in defaults_of(function).items()
-        if isinstance(default, ast.Constant) and default.value is None
-    }
 
 
 def _creates_on_cpu(call: ast.Call) -> bool:

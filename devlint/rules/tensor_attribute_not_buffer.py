@@ -11,6 +11,7 @@ from devlint.analysis.syntax import (
     dotted_name,
     keyword_value,
     nodes_below,
+    self_attribute,
 )
 from devlint.analysis.syntax_screen import SyntaxFacts
 from devlint.analysis.torch_api import (
@@ -244,10 +245,9 @@ class TensorAttributeNotBuffer(FlowRule):
         for statement in reversed(init.body):
             if not isinstance(statement, ast.Assign) or len(statement.targets) != 1:
                 continue
-            target = dotted_name(statement.targets[0])
-            if not (target and target.startswith("self.") and target.count(".") == 1):
+            name = self_attribute(statement.targets[0])
+            if name is None:
                 continue
-            name = target[len("self.") :]
             if name not in reassigned and self._is_plain_tensor(statement.value, local):
                 found.append((statement, name))
             reassigned.add(name)
