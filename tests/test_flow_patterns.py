@@ -434,6 +434,43 @@ for row in x:
 """,
         [("DEV006", 3, 11)],
     ),
+    "a forward input unpacked, a copy of its first item scaled by CPU noise": (
+        """\
+class AddNoise(nn.Module):
+    def forward(self, inputs):
+        clean, lengths = inputs
+        noisy = clean.clone()
+        noisy *= torch.rand(len(clean), 1)
+        return noisy
+""",
+        [("DEV005", 5, 18)],
+    ),
+    "the indices of a moved token mask joined with a CPU index": (
+        """\
+def encode(tokenizer, prompt, device, marker):
+    ids = tokenizer(prompt, return_tensors="pt").input_ids.to(device)
+    rows, cols = torch.where(ids == marker)
+    return torch.cat((rows, torch.tensor([0])))
+""",
+        [("DEV006", 4, 12)],
+    ),
+    "a CPU noise scaled by an option of unknown kind, then added to the input": (
+        """\
+class Noisy(nn.Module):
+    def forward(self, x):
+        noise = torch.rand(x.shape[0], 1) * self.scale
+        return x + noise
+""",
+        [("DEV005", 3, 17)],
+    ),
+    "a CPU vector meets a 0-dim reduction of the input": (
+        """\
+class Centered(nn.Module):
+    def forward(self, x):
+        return torch.ones(3, 1) - x.mean()
+""",
+        [("DEV005", 3, 16)],
+    ),
 }
 
 
@@ -579,6 +616,11 @@ CORRECT = [
     "        return x * torch.ones(3)\n    return x",
     "class T:\n    def test_moved(self):\n        model = nn.Linear(3, 2).to('cuda')\n"
     "        with self.assertRaises(RuntimeError):\n            model(torch.randn(2, 3))",
+    # An item of a module's input may be a number, which mixes with any tensor.
+    "class Scaled(nn.Module):\n    def forward(self, inputs):\n        x, scale = inputs\n"
+    "        return torch.ones(3) * scale",
+    # A CPU scalar mixes with a tensor on any device.
+    "class Shifted(nn.Module):\n    def forward(self, x):\n        return torch.tensor(2.0) + x.mean()",
 ]
 
 

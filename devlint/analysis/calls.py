@@ -61,6 +61,7 @@ from devlint.analysis.values import (
     appended,
     combine,
     cpu_loader,
+    input_item,
     join,
 )
 
@@ -359,7 +360,13 @@ class CallEvaluator:
     def _comparison(self, node: ast.Compare, env: Env, unit: Unit) -> Value:
         operands = [self.eval(node.left, env, unit)]
         operands.extend(self.eval(comparator, env, unit) for comparator in node.comparators)
-        if any(operand.kind is Kind.TENSOR for operand in operands):
+        # What `.to(device)` returned compares as a tensor: `ids == 271` of a moved
+        # tokenizer output is a mask there (a moved module would compare to a bool, unused).
+        if any(
+            operand.kind is Kind.TENSOR
+            or (operand.kind is Kind.UNKNOWN and operand.where is Where.DEVICE)
+            for operand in operands
+        ):
             self._operation(node, operands)
             return combine(operands)
         return UNKNOWN
@@ -433,9 +440,9 @@ class CallEvaluator:
                 scalar=container.scalar or not slices_only,
                 module_output=container.module_output,
             )
-        if container.kind is Kind.UNKNOWN and container.where is Where.INPUT:
-            # An item of an input (`batch[0]`): a tensor where the input is, or a number.
-            return Value(Kind.UNKNOWN, container.placement, scalar=True)
+        item = input_item(container)
+        if item is not None:
+            return item
         if (
             container.elements
             and index is not None

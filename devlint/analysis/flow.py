@@ -69,6 +69,7 @@ from devlint.analysis.values import (
     Where,
     combine,
     cpu_loader,
+    input_item,
     join,
     join_all,
     sequence_items,
@@ -550,6 +551,8 @@ class DeviceFlow(CallContexts):
         item = iterable.item or (join_all(iterable.elements) if iterable.elements else UNKNOWN)
         if item is UNKNOWN:
             item = _rows(iterable)
+        if item is UNKNOWN:
+            item = input_item(iterable) or UNKNOWN
 
         data = data_siblings(node.target, node.body)
 
@@ -820,7 +823,7 @@ def _unpacked(value: Value, index: int, count: int) -> Value:
     rows = _rows(value)
     if rows is not UNKNOWN:
         return rows
-    return UNKNOWN if value.item is None else value.item
+    return value.item or input_item(value) or UNKNOWN
 
 
 def _rows(value: Value) -> Value:

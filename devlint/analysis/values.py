@@ -97,6 +97,14 @@ NONE = Value(Kind.NONE)
 SCALAR = Value(Kind.SCALAR, scalar=True)
 
 
+def input_item(container: Value) -> Optional[Value]:
+    """An item of a module's input (`batch[0]`, `clean, lengths = batch`): a tensor where the
+    input is, or a number. None for any other container."""
+    if container.kind is Kind.UNKNOWN and container.where is Where.INPUT:
+        return Value(Kind.UNKNOWN, container.placement, scalar=True)
+    return None
+
+
 def cpu_loader(evidence: str, origin: ast.AST) -> Value:
     """A data loader: iterating it yields batches on the CPU."""
     placement = Placement(Where.CPU, evidence=evidence, origin=origin)
@@ -205,7 +213,9 @@ def combine(operands: Iterable[Value]) -> Value:
     An operand of unknown placement makes the result unknown, precision first, except beside a
     tensor on a device: if the operation succeeds at all, its result is there (a CPU tensor
     with elements, a numpy array or a list beside it fails at this line; only a CPU scalar
-    mixes, and it leaves the result on the device).
+    mixes, and it leaves the result on the device). So, too, beside a CPU tensor with elements:
+    whatever the unknown is (a number, an array, a CPU tensor), the result is on the CPU, and
+    a tensor on a device there fails at this line.
     """
     operands = list(operands)
     if operands and all(operand.kind is Kind.SCALAR for operand in operands):
@@ -228,9 +238,7 @@ def combine(operands: Iterable[Value]) -> Value:
         placements.append(operand.placement)
         unproven = unproven or operand.unproven
         scalar = scalar and operand.scalar
-        anchored = anchored or (
-            operand.kind is Kind.TENSOR and operand.where in (Where.DEVICE, Where.INPUT)
-        )
+        anchored = anchored or _anchors(operand)
     if not placements and cpu_scalar is not None and cpu_scalar.kind is Kind.TENSOR and not unknown:
         return replace(cpu_scalar, module_output=module_output)  # 0-dim CPU tensors alone
     if not placements or (unknown and not anchored):
@@ -239,6 +247,18 @@ def combine(operands: Iterable[Value]) -> Value:
     if any(not first.same_place(other) for other in placements[1:]):
         return UNKNOWN  # a device mismatch: reported where it happens, not downstream
     return Value(Kind.TENSOR, first, scalar=scalar, module_output=module_output, unproven=unproven)
+
+
+def _anchors(operand: Value) -> bool:
+    """An operand whose place an operation's result takes, whatever its unknown operands are:
+    a tensor on a device or on the inputs' device, what `.to(device)` returned (arithmetic
+    fails on a module or a batch, and a module compared, to a bool, is no mask that anything
+    uses), or a CPU tensor with elements."""
+    if operand.kind is Kind.TENSOR and operand.where in (Where.DEVICE, Where.INPUT):
+        return True
+    return (operand.kind is Kind.UNKNOWN and operand.where is Where.DEVICE) or (
+        operand.is_cpu_tensor()
+    )
 
 
 def mismatch(operands: Iterable[Value], proven: bool = False) -> Optional[tuple[Value, Value]]:
@@ -273,9 +293,12 @@ def cannot_meet(cpu_tensor: Value, partner: Value) -> bool:
         return False
     if partner.is_on_device():
         return True
-    return (
-        partner.where is Where.INPUT
-        and not partner.scalar
-        and partner.kind in (Kind.TENSOR, Kind.UNKNOWN)
-        and (partner.kind is Kind.UNKNOWN or made_by_factory(cpu_tensor))
-    )
+    return follows_input(partner) and (partner.kind is Kind.UNKNOWN or made_by_factory(cpu_tensor))
+
+
+def follows_input(value: Value) -> bool:
+    """A tensor where a module's or a function's inputs are. A 0-dim one counts: only a CPU
+    scalar mixes with other devices. An item of an input that may be a number does not."""
+    if value.where is not Where.INPUT:
+        return False
+    return value.kind is Kind.TENSOR or (value.kind is Kind.UNKNOWN and not value.scalar)

@@ -19,7 +19,15 @@ from devlint.analysis.prefilter import CPU_TENSOR_SOURCE, DEVICE_OR_INPUT_SOURCE
 from devlint.analysis.syntax import call_arguments, dotted_name
 from devlint.analysis.syntax_screen import SyntaxFacts
 from devlint.analysis.torch_api import FUNCTIONAL_LOSSES, looks_like_loss
-from devlint.analysis.values import UNKNOWN, Kind, Value, Where, cannot_meet, made_by_factory
+from devlint.analysis.values import (
+    UNKNOWN,
+    Kind,
+    Value,
+    Where,
+    cannot_meet,
+    follows_input,
+    made_by_factory,
+)
 from devlint.rules.base import FlowRule, Invalid
 
 if TYPE_CHECKING:
@@ -719,7 +727,7 @@ class MissingDeviceMove(FlowRule):
 
     def _check_operands(self, pairs: list[tuple[ast.expr, Value]]) -> None:
         follower = next(
-            (pair for pair in pairs if pair[1].where is Where.INPUT and not pair[1].scalar), None
+            (pair for pair in pairs if follows_input(pair[1])), None
         )  # (an in-place target on the CPU counts a 0-dim operand: see `operations.operands`)
         if follower is None:
             return
