@@ -333,6 +333,18 @@ def chunks(x):
 
 def add3(a, b, c):
     return a + b + c
+
+
+def convolve(waveform, kernel, stride=1):
+    waveform = waveform.transpose(2, 1)
+    waveform = torch.nn.functional.pad(input=waveform, pad=(1, 1))
+    return torch.nn.functional.conv1d(input=waveform, weight=kernel, stride=stride)
+
+
+def padded(waveform, kernel):
+    waveform = torch.nn.functional.pad(waveform, (1, 1))
+    kernel = torch.cat([kernel, torch.zeros(3)])
+    return torch.nn.functional.conv1d(waveform, kernel)
 """
 
 
@@ -354,6 +366,9 @@ def test_summaries_name_the_parameters_one_operation_combines() -> None:
     assert functions["rows"]["follows"] == "x"  # slices, through three locals
     assert functions["same"]["mixes"] == []  # identity and membership compare no elements
     assert functions["chunks"]["follows"] is None  # a generator
+    # a functional layer's tensors, by keyword too, through rebindings that keep a device
+    assert functions["convolve"]["mixes"] == [["kernel", "waveform", 64]]
+    assert functions["padded"]["mixes"] == []  # `kernel` is no longer the caller's
 
 
 def _lint_beside_mixing(tmp_path: Path, name: str, text: str) -> RunSummary:
@@ -384,9 +399,8 @@ def test_a_helper_of_another_file_combining_a_cpu_tensor_with_the_input(tmp_path
     )
 
 
-def test_a_helper_of_another_file_returns_on_its_arguments_device(tmp_path: Path) -> None:
-    summary = _lint_beside_mixing(
-        tmp_path,
+BESIDE_MIXING = {
+    "a helper returning on its argument's device": (
         "noise.py",
         "import torch\nfrom torch import nn\nfrom mixing import db_to_amplitude\n\n\n"
         "class AddNoise(nn.Module):\n    def forward(self, waveform):\n"
@@ -394,9 +408,27 @@ def test_a_helper_of_another_file_returns_on_its_arguments_device(tmp_path: Path
         "        factor = 1 / (db_to_amplitude(snr) + 1)\n"
         "        gain = db_to_amplitude(torch.rand(1, device=waveform.device))\n"
         "        return waveform * factor * gain\n",
-    )
-    assert _found(summary) == [("noise.py", "DEV005", 8, 15)]
-    assert "combined with `waveform` at line 11" in summary.findings[0].message
+        ("DEV005", 8, 15),
+        "combined with `waveform` at line 11",
+    ),
+    "a functional layer given a CPU filter": (
+        "drop.py",
+        "import torch\nfrom torch import nn\nfrom mixing import convolve\n\n\n"
+        "class DropFreq(nn.Module):\n    def forward(self, waveforms):\n"
+        "        notch = torch.ones(1, 3, 1).to(waveforms.device)\n"
+        "        return convolve(torch.zeros(1, 101, 1), notch)\n",
+        ("DEV005", 9, 25),
+        "`convolve` of mixing.py",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BESIDE_MIXING))
+def test_a_helper_of_another_file_meets_a_cpu_tensor(tmp_path: Path, case: str) -> None:
+    name, text, (code, row, column), fragment = BESIDE_MIXING[case]
+    summary = _lint_beside_mixing(tmp_path, name, text)
+    assert _found(summary) == [(name, code, row, column)]
+    assert fragment in summary.findings[0].message
 
 
 def test_an_argument_meeting_two_others_is_reported_once(tmp_path: Path) -> None:

@@ -35,6 +35,7 @@ from devlint.analysis.docstrings import documented_tensors
 from devlint.analysis.guards import expects_error_in_syntax
 from devlint.analysis.kinds import data_siblings, tensor_tested
 from devlint.analysis.loops import LoopFrame, PathCounts, loop_head, run_to_fixpoint
+from devlint.analysis.moved_results import helper_key, helpers_moved_by_callers
 from devlint.analysis.names import ImportMap
 from devlint.analysis.narrowing import type_test
 from devlint.analysis.numbers import number_attributes
@@ -151,6 +152,7 @@ class DeviceFlow(CallContexts):
         self._module = module
         self._device_source: Optional[bool] = None
         self._call_counts: Optional[Counter[str]] = None
+        self._moved_helpers: Optional[frozenset[str]] = None
         self._device_reads: dict[FunctionNode, dict[str, ast.Attribute]] = {}
         self._numeric: dict[FunctionNode, frozenset[str]] = {}  # numbers among parameters
         # Each method's class's methods, which it calls as `self.name(...)`.
@@ -350,6 +352,8 @@ class DeviceFlow(CallContexts):
         the caller's."""
         if self.test_module or runs_on_cpu_by_design(function, bases):
             return frozenset()
+        if self._results_moved(function, method=bool(tuple(bases))):
+            return frozenset()  # its callers move what it returns: it works on CPU data
         if not self._places_on_device():
             return frozenset(tensor_parameters(function, ()))
         documented = documented_tensors(function)
@@ -378,6 +382,11 @@ class DeviceFlow(CallContexts):
             for name in bound[0]
             if all(name in site and _on_cpu(site[name]) for site in bound)
         }
+
+    def _results_moved(self, function: FunctionNode, method: bool) -> bool:
+        if self._moved_helpers is None:
+            self._moved_helpers = helpers_moved_by_callers(self._module)
+        return helper_key(function.name, method) in self._moved_helpers
 
     def _calls_written(self) -> Counter[str]:
         if self._call_counts is None:

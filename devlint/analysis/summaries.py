@@ -22,6 +22,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any, Optional
 
@@ -32,12 +33,14 @@ from devlint.analysis.torch_api import (
     COMBINING_FUNCTIONS,
     DEVICE_MOVES,
     FACTORIES,
+    FUNCTIONAL_LOSSES,
     KEEPING_FUNCTIONS,
     MODULE_BASES,
     OPERAND_METHODS,
     PLACEMENT_KEEPING_METHODS,
     REDUCTIONS,
     SCALAR_CAPABLE_FACTORIES,
+    combines_operands,
     is_parameterless_class,
     is_torch_nn_class,
 )
@@ -51,7 +54,9 @@ _ELEMENTWISE_COMPARISONS = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
 _SUSPENDING = (ast.Yield, ast.YieldFrom, ast.Await)
 # Reads of a tensor's device: code that reads one may align its operands itself.
 _DEVICE_AWARE = frozenset({"device", "is_cuda", "get_device", "type_as", "type"})
-FORMAT = 4
+FORMAT = 5
+# The keywords a torch function takes its tensors by (`F.conv1d(input=x, weight=w)`).
+_TENSOR_KEYWORDS = frozenset({"input", "other", "weight", "bias", "grid", "target", "tensors"})
 
 
 def summary_digest(summary: Summary) -> str:
@@ -209,6 +214,7 @@ class _Summariser:
             result = "cpu_tensor"
         elif returns and all(self.makes_module(value) for value in returns):
             result = "cpu_module"
+        assigned -= _rebound_in_place(nodes, assigned & {*parameters, *keywords}, self.qualified)
         usable = {*parameters, *keywords} - assigned
         left_none = None
         if result is None and returns:
@@ -413,6 +419,41 @@ def _parameter_aliases(nodes: list[ast.AST], usable: set[str]) -> dict[str, str]
     return aliases
 
 
+def _rebound_in_place(
+    nodes: list[ast.AST], candidates: set[str], qualified: Callable[[ast.AST], str]
+) -> set[str]:
+    """The parameters among ``candidates`` every binding of which keeps their tensor where it
+    was: `waveform = waveform.transpose(2, 1)`, `waveform = F.pad(input=waveform, pad=p)`."""
+    values: dict[str, list[ast.expr]] = {}
+    bindings: Counter[str] = Counter()
+    for node in nodes:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Name) and target.id in candidates:
+                values.setdefault(target.id, []).append(node.value)
+        elif isinstance(node, ast.Name) and node.id in candidates:
+            bindings[node.id] += type(node.ctx) is not ast.Load
+    return {
+        name
+        for name, assigned in values.items()
+        if len(assigned) == bindings[name]
+        and all(_keeps(value, name, qualified) for value in assigned)
+    }
+
+
+def _keeps(value: ast.expr, name: str, qualified: Callable[[ast.AST], str]) -> bool:
+    """Whether ``value`` is parameter ``name``'s tensor, where it was (see `_parameters_in`),
+    or a torch function's result on it (`F.pad(x, p)`, `torch.flip(x, [0])`)."""
+    if _parameters_in(value, {name: name}) == {name}:
+        return True
+    if not isinstance(value, ast.Call) or not _may_be_functional(value.func):
+        return False
+    called = qualified(value.func)
+    keeping = called in KEEPING_FUNCTIONS or combines_operands(called)
+    first = value.args[0] if value.args else keyword_value(value, "input")
+    return keeping and first is not None and _parameters_in(first, {name: name}) == {name}
+
+
 def _parameters_in(node: ast.expr, aliases: dict[str, str]) -> set[str]:
     """The parameters whose tensors ``node`` holds, through steps that keep their devices and
     never leave a 0-dim tensor (which mixes with any device): methods (`x.float()`), slices
@@ -466,15 +507,27 @@ def _operands(node: ast.AST, qualified: Callable[[ast.AST], str]) -> list[ast.ex
         last = function.attr
     else:
         last = function.id if isinstance(function, ast.Name) else ""
-    if last not in _COMBINING_NAMES:
+    if last not in _COMBINING_NAMES and not _may_be_functional(function):
         return []  # most calls: no need to build a qualified name
     name = qualified(function)
     if name in ("torch.cat", "torch.stack", "torch.concat") and node.args:
         listed = node.args[0]
         return list(listed.elts) if isinstance(listed, (ast.List, ast.Tuple)) else []
-    if name in COMBINING_FUNCTIONS:
-        return list(node.args)
+    if combines_operands(name) or name in FUNCTIONAL_LOSSES:
+        # `F.conv1d(input=waveform, weight=kernel)`: its tensors, however passed
+        keywords = [k.value for k in node.keywords if k.arg in _TENSOR_KEYWORDS]
+        return [*node.args, *keywords]
     return []
+
+
+def _may_be_functional(function: ast.expr) -> bool:
+    """`F.conv1d`, `torch.nn.functional.pad`: an attribute of a module's name, perhaps
+    torch's functional layers (a qualified name decides)."""
+    return (
+        isinstance(function, ast.Attribute)
+        and isinstance(function.value, (ast.Name, ast.Attribute))
+        and not (isinstance(function.value, ast.Name) and function.value.id == "self")
+    )
 
 
 def _own_nodes(function: FunctionNode) -> Iterator[ast.AST]:

@@ -234,8 +234,29 @@ class MissingDeviceMove(FlowRule):
         # the helper combines the caller's CPU tensors with each other only
         "import torch\ndef scale(x: torch.Tensor, w):\n    return x * w\n"
         "def run():\n    return scale(torch.ones(3), torch.ones(3))",
+        # every call of the helper moves what it returns: it works on CPU data
+        "import torch\nclass Trainer:\n    def mask(self, inputs: torch.Tensor):\n"
+        "        probability = torch.full(inputs.shape, 0.15)\n"
+        "        return inputs.masked_fill(probability > 0.5, 0)\n"
+        "    def train(self, batches):\n        for data in batches:\n"
+        "            inputs = self.mask(self.tokenize(data))\n"
+        "            inputs = inputs.to(self.device)",
     )
+
     INVALID = (
+        # ... not where one call uses it as it is
+        Invalid(
+            "import torch\nclass Trainer:\n    def mask(self, inputs: torch.Tensor):\n"
+            "        probability = torch.full(inputs.shape, 0.15)\n"
+            "        return inputs.masked_fill(probability > 0.5, 0)\n"
+            "    def train(self, batches):\n        for data in batches:\n"
+            "            inputs = self.mask(self.tokenize(data))\n"
+            "            inputs = inputs.to(self.device)\n"
+            "    def predict(self, inputs):\n        return self.model(self.mask(inputs))",
+            4,
+            23,
+            "parameter `inputs`",
+        ),
         Invalid(
             "import torch\nfrom torch import nn\n"
             "class Tagger(nn.Module):\n"

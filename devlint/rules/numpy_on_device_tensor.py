@@ -285,6 +285,14 @@ class NumpyOnDeviceTensor(FlowRule):
             5,
             15,
         ),
+        # the advice puts an expression in parentheses before `.cpu()`
+        Invalid(
+            "import numpy as np\nimport torch\nm = torch.ones(2).to(device)\n"
+            "mask = np.uint8(m * 255)",
+            4,
+            17,
+            "call `.cpu()` first: `(m * 255).cpu()`",
+        ),
         # a list of device tensors, kept through `append`
         Invalid(
             "import numpy as np\nimport torch\nouts = []\nfor _ in range(3):\n"
@@ -316,7 +324,7 @@ class NumpyOnDeviceTensor(FlowRule):
         self.report(
             node,
             f"`{name}` may be on a GPU ({evidence}) and `.numpy()` needs host memory: "
-            f"call `.cpu()` first: `{name}.cpu().numpy()`",
+            f"call `.cpu()` first: `{_operand(name, func.value)}.cpu().numpy()`",
             citations.cited(),
             RawFix(
                 Applicability.SAFE,
@@ -348,7 +356,7 @@ class NumpyOnDeviceTensor(FlowRule):
             self.report(
                 argument,
                 f"`{name}` may be on a GPU ({evidence}) and `{qualified}` converts it to an "
-                f"array in host memory: call `.cpu()` first: `{name}.cpu()`",
+                f"array in host memory: call `.cpu()` first: `{_operand(name, argument)}.cpu()`",
                 citations.cited(),
                 fix,
             )
@@ -372,6 +380,13 @@ class NumpyOnDeviceTensor(FlowRule):
             f"(`[t.cpu() for t in {name}]`)",
             citations.cited(),
         )
+
+
+def _operand(source: str, node: ast.expr) -> str:
+    """``source`` as the receiver of a method: `(mask < threshold)`, but `mask` or `out[0]`."""
+    if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript, ast.Call)):
+        return source
+    return f"({source})"
 
 
 def _may_be_on_gpu(value: Value) -> bool:

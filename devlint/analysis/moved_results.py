@@ -1,0 +1,101 @@
+"""Helpers whose every caller moves what they return to a device: CPU-side code by use.
+
+`inputs, labels = self.mask_tokens(inputs)` followed by `inputs.to(self.device)`, or
+`targets = one_hot(labels).to(device)`: the caller moves the result, so the helper made it on
+the CPU, from CPU data. Its tensor parameters are then no evidence of the caller's device.
+Only calls the file writes count, each by its name (`helper(...)` for a function, `self.helper(
+...)` for a method), and only where every one of them is moved: in the call's own expression,
+or by one of the next two statements of the block, which moves a name the call's result was
+assigned to.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import Counter
+from collections.abc import Iterator
+from typing import Optional
+
+from devlint.analysis.syntax import dotted_name
+
+_MOVES = frozenset({"to", "cuda"})
+# How far after the assignment the move may come: `x, y = helper(x)` then `x, y = x.to(d), y.to(d)`.
+_LOOKAHEAD = 2
+
+
+def helpers_moved_by_callers(module: ast.Module) -> frozenset[str]:
+    """The keys (`helper`, `self.helper`) of the helpers whose every call is moved."""
+    calls: Counter[str] = Counter()
+    moved: Counter[str] = Counter()
+    for node in ast.walk(module):
+        if isinstance(node, ast.Call):
+            key = _helper_key(node)
+            if key is not None:
+                calls[key] += 1
+            receiver = _moved_receiver(node)
+            if isinstance(receiver, ast.Call):
+                key = _helper_key(receiver)
+                if key is not None:
+                    moved[key] += 1
+    for block in _blocks(module):
+        for index, statement in enumerate(block):
+            key = _assigned_call(statement)
+            if key is None:
+                continue
+            names = _bound_names(statement)
+            following = block[index + 1 : index + 1 + _LOOKAHEAD]
+            if names and any(_moves_any(later, names) for later in following):
+                moved[key] += 1
+    return frozenset(key for key, count in calls.items() if moved[key] == count)
+
+
+def helper_key(function_name: str, method: bool) -> str:
+    return f"self.{function_name}" if method else function_name
+
+
+def _helper_key(call: ast.Call) -> Optional[str]:
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute) and dotted_name(func.value) == "self":
+        return f"self.{func.attr}"
+    return None
+
+
+def _moved_receiver(call: ast.Call) -> Optional[ast.expr]:
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr in _MOVES:
+        return func.value
+    return None
+
+
+def _assigned_call(statement: ast.stmt) -> Optional[str]:
+    if isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Call):
+        return _helper_key(statement.value)
+    return None
+
+
+def _bound_names(statement: ast.stmt) -> set[str]:
+    assert isinstance(statement, ast.Assign)
+    names: set[str] = set()
+    for target in statement.targets:
+        elements = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+        names.update(element.id for element in elements if isinstance(element, ast.Name))
+    return names
+
+
+def _moves_any(statement: ast.stmt, names: set[str]) -> bool:
+    for node in ast.walk(statement):
+        if isinstance(node, ast.Call):
+            receiver = _moved_receiver(node)
+            if isinstance(receiver, ast.Name) and receiver.id in names:
+                return True
+    return False
+
+
+def _blocks(module: ast.Module) -> Iterator[list[ast.stmt]]:
+    for node in ast.walk(module):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                yield block
