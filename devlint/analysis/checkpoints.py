@@ -444,7 +444,9 @@ class CheckpointEvidence:
         attributes and module-level names only (`self.processed_paths[0]`, `CACHE_FILE`)."""
         if isinstance(path, cst.Name):
             path = self._alias_nodes.get(id(scope), {}).get(path.value, path)
-        known = self._module_names() | _BUILTINS
+        # a parameter or a local of the loading function shadows the module's name
+        local = _passed_in(scope) | set(self._assigned_in(scope))
+        known = (self._module_names() - local) | _BUILTINS
         return all(name in known for name in _root_names(path))
 
     def _module_names(self) -> set[str]:

@@ -37,15 +37,13 @@ def helpers_moved_by_callers(module: ast.Module) -> frozenset[str]:
                 key = _helper_key(receiver)
                 if key is not None:
                     moved[key] += 1
-    for block in _blocks(module):
-        for index, statement in enumerate(block):
-            key = _assigned_call(statement)
-            if key is None:
-                continue
-            names = _bound_names(statement)
-            following = block[index + 1 : index + 1 + _LOOKAHEAD]
-            if names and any(_moves_any(later, names) for later in following):
-                moved[key] += 1
+    for statement, following in _with_what_follows(module.body, []):
+        key = _assigned_call(statement)
+        if key is None:
+            continue
+        names = _bound_names(statement)
+        if names and any(_moves_any(later, names) for later in following[:_LOOKAHEAD]):
+            moved[key] += 1
     return frozenset(key for key, count in calls.items() if moved[key] == count)
 
 
@@ -93,9 +91,18 @@ def _moves_any(statement: ast.stmt, names: set[str]) -> bool:
     return False
 
 
-def _blocks(module: ast.Module) -> Iterator[list[ast.stmt]]:
-    for node in ast.walk(module):
+def _with_what_follows(
+    block: list[ast.stmt], after: list[ast.stmt]
+) -> Iterator[tuple[ast.stmt, list[ast.stmt]]]:
+    """Each statement with the statements that run next: the rest of its block, then what
+    follows the block (`if flip: img = fliplr(img)` is followed by `x = img.cuda()`)."""
+    for index, statement in enumerate(block):
+        rest = block[index + 1 :] + after
+        yield statement, rest
+        scope_starts = isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
         for field in ("body", "orelse", "finalbody"):
-            block = getattr(node, field, None)
-            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
-                yield block
+            inner = getattr(statement, field, None)
+            if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                yield from _with_what_follows(inner, [] if scope_starts else rest)
+        for part in (*getattr(statement, "handlers", ()), *getattr(statement, "cases", ())):
+            yield from _with_what_follows(part.body, rest)  # `except` and `case` blocks

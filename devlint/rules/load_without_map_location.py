@@ -210,6 +210,16 @@ class LoadWithoutMapLocation(Rule):
             18,
             "not necessarily the one this process uses",
         ),
+        # a helper's parameter is not the module's name it shadows: the module's save of
+        # `fn` (a corpus cache) says nothing of the models the helper loads
+        Invalid(
+            "import torch\ndef model_load(fn):\n    with open(fn, 'rb') as f:\n"
+            "        return torch.load(f)\nfn = 'corpus.data'\ntorch.save(corpus, fn)\n"
+            "model = Net().cuda()",
+            4,
+            16,
+            "`torch.load(f)` has no `map_location`: a checkpoint saved on a GPU",
+        ),
         # a move that may not run, or that comes after the load, needs no CUDA before it
         Invalid(
             "import torch\ndef main(args):\n    if args.gpu:\n        net = Net().cuda()\n"

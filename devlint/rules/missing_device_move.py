@@ -241,6 +241,12 @@ class MissingDeviceMove(FlowRule):
         "    def train(self, batches):\n        for data in batches:\n"
         "            inputs = self.mask(self.tokenize(data))\n"
         "            inputs = inputs.to(self.device)",
+        # ... after the block it is called in
+        "import torch\ndef fliplr(img: torch.Tensor):\n"
+        "    inv = torch.arange(img.size(3) - 1, -1, -1).long()\n"
+        "    return img.index_select(3, inv)\ndef extract(model, loader):\n"
+        "    for img in loader:\n        for i in range(2):\n            if i == 1:\n"
+        "                img = fliplr(img)\n            out = model(img.cuda())",
     )
 
     INVALID = (
