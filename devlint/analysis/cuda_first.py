@@ -1,4 +1,4 @@
-"""Whether code already needs CUDA before a statement runs.
+"""Whether code needs CUDA anyway around a statement.
 
 A statement that runs only after an unguarded `.cuda()` (or `.to("cuda")`) of the same function
 or script never runs on a machine without CUDA: the move fails first. Only the statements on the
@@ -7,6 +7,10 @@ function's body. A compound statement beside that way (an `if`, a loop, a `try`)
 and neither may a move inside a conditional expression, a boolean operation, a lambda or a
 comprehension; a `try` around the statement is passed through only from its body (a handler
 runs because something failed).
+
+Likewise after it: a move that the code always goes on to (later in the block, then in the
+blocks around it, with no `return`, `raise`, `break` or `continue` that may stop it on the
+way) fails on such a machine too, so the statement cannot make the code run there.
 """
 
 from __future__ import annotations
@@ -119,3 +123,80 @@ class _CudaMove(cst.CSTVisitor):
             to_cuda = method == "to" and node.args and cuda_literal(node.args[0].value)
             self.found = (method == "cuda" and len(node.args) <= 1) or bool(to_cuda)
         return not self.found
+
+
+def needs_cuda_after(body: Sequence[cst.CSTNode], target: cst.CSTNode) -> bool:
+    """Whether the code always goes on from ``target`` to a statement that puts something on
+    CUDA unconditionally."""
+    return _after(body, target) == _MOVE
+
+
+_MOVE, _STOP, _END = "move", "stop", "end"  # what comes after: a move, maybe an exit, nothing
+_EXITS = (cst.Return, cst.Raise, cst.Break, cst.Continue)
+
+
+def _after(body: Sequence[cst.CSTNode], target: cst.CSTNode) -> Optional[str]:
+    """What ``body`` reaches after ``target`` (None: ``target`` is not in ``body``)."""
+    for index, statement in enumerate(body):
+        if statement is not target and not _contains(statement, target):
+            continue
+        if statement is not target and not isinstance(statement, cst.SimpleStatementLine):
+            inner = next(
+                (
+                    found
+                    for block in _blocks_on_the_way(statement)
+                    if (found := _after(block, target)) is not None
+                ),
+                None,
+            )
+            if inner != _END:
+                return inner if inner is not None else _STOP
+        elif isinstance(statement, cst.SimpleStatementLine) and _exits(statement):
+            return _STOP  # `return torch.load(path)`
+        return _reaches_move(body[index + 1 :])
+    return None
+
+
+def _reaches_move(statements: Sequence[cst.CSTNode]) -> str:
+    for statement in statements:
+        if isinstance(statement, cst.SimpleStatementLine):
+            if _exits(statement):
+                return _STOP
+            if any(_moves_to_cuda(small) for small in statement.body):
+                return _MOVE
+        elif not isinstance(statement, (cst.FunctionDef, cst.ClassDef)) and _may_exit(statement):
+            return _STOP
+    return _END
+
+
+def _exits(line: cst.SimpleStatementLine) -> bool:
+    return any(isinstance(small, _EXITS) or _ends_process(small) for small in line.body)
+
+
+def _ends_process(node: cst.CSTNode) -> bool:
+    """`sys.exit(0)`, `exit()`, `quit()`, `os._exit(1)` (as a statement or inside one)."""
+    if isinstance(node, cst.Expr):
+        node = node.value
+    if not isinstance(node, cst.Call):
+        return False
+    func = node.func
+    if isinstance(func, cst.Name):
+        return func.value in ("exit", "quit")
+    return isinstance(func, cst.Attribute) and func.attr.value in ("exit", "_exit")
+
+
+def _may_exit(statement: cst.CSTNode) -> bool:
+    finder = _ExitFinder()
+    statement.visit(finder)
+    return finder.found
+
+
+class _ExitFinder(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.found = False
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, _EXITS) or _ends_process(node):
+            self.found = True
+        # another scope's exits are its own
+        return not self.found and not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda))

@@ -6,7 +6,7 @@ from typing import Union
 import libcst as cst
 
 from devlint.analysis.checkpoints import CheckpointEvidence
-from devlint.analysis.cuda_first import needs_cuda_before, picks_among_gpus
+from devlint.analysis.cuda_first import needs_cuda_after, needs_cuda_before, picks_among_gpus
 from devlint.analysis.devices import argument, has_star_kwargs
 from devlint.analysis.prefilter import TORCH_LOAD
 from devlint.context import FileContext, NodeEdit, RawFix
@@ -48,11 +48,12 @@ class LoadWithoutMapLocation(Rule):
       A dataset that loads weights (`self.encoder.load_state_dict(...)`) or a
       whole model (`self.encoder = torch.load(path)`, then `self.encoder.eval()`
       or `self.encoder(x)`) still loads a checkpoint.
-    - **After the code already needs CUDA** (silent): an unguarded `.cuda()`
+    - **Where the code needs CUDA anyway** (silent): an unguarded `.cuda()`
       or `.to("cuda")` on the way to the load, in the same function or script
-      (`net = Net().cuda()`, then `net.load_state_dict(torch.load(path))`).
-      Without a GPU the code fails there first (DEV001 reports it); with one,
-      the checkpoint loads. Once the move chooses its device, this rule speaks.
+      (`net = Net().cuda()`, then `net.load_state_dict(torch.load(path))`), or
+      one the code always goes on to after it (no `return`, `raise`, `break`,
+      `continue` or `sys.exit()` on the way). Without a GPU the code fails
+      there anyway (DEV001 reports it); with one, the checkpoint loads. Once the move chooses its device, this rule speaks.
       Where the code picks one GPU among several (`torch.cuda.set_device`, DDP,
       `model.cuda(args.gpu)`, `local_rank`), it still fires, for the other
       hazard: every process would load the tensors onto the GPU they were
@@ -198,6 +199,9 @@ class LoadWithoutMapLocation(Rule):
         "import torch\ndef main(args):\n    net = Net().cuda()\n    if args.snapshot:\n"
         "        net.load_state_dict(torch.load(args.snapshot))",
         "import torch\nnet = Net()\nnet.to('cuda:0')\nnet.load_state_dict(torch.load(path))",
+        # ... or always goes on to one after it
+        "import torch\nnet = Net()\nif args.model:\n    net.load_state_dict(torch.load(args.model))\n"
+        "optimizer = make_optimizer(net)\nnet.cuda()",
     )
     INVALID = (
         # after a move to one of several GPUs, the other hazard: every process's tensors
@@ -220,10 +224,19 @@ class LoadWithoutMapLocation(Rule):
             16,
             "`torch.load(f)` has no `map_location`: a checkpoint saved on a GPU",
         ),
-        # a move that may not run, or that comes after the load, needs no CUDA before it
+        # a move the code may not go on to: an exit on the way
+        Invalid(
+            "import torch\ndef main(args):\n    net = Net()\n"
+            "    net.load_state_dict(torch.load(args.model))\n    if args.export:\n"
+            "        return export(net)\n    net.cuda()",
+            4,
+            25,
+        ),
+        # a move that may not run needs no CUDA, before the load or after it
         Invalid(
             "import torch\ndef main(args):\n    if args.gpu:\n        net = Net().cuda()\n"
-            "    net.load_state_dict(torch.load(args.snapshot))\n    net = net.cuda()",
+            "    net.load_state_dict(torch.load(args.snapshot))\n"
+            "    net = net.cuda() if args.gpu else net",
             5,
             25,
         ),
@@ -427,10 +440,12 @@ class LoadWithoutMapLocation(Rule):
         assert statement is None or isinstance(statement, cst.CSTNode)
         enclosing = self.context.scopes.current_class()
         classes = () if enclosing is None else (enclosing.name, *enclosing.bases)
-        after_cuda = statement is not None and needs_cuda_before(_body(scope), statement)
+        after_cuda = statement is not None and (
+            needs_cuda_before(_body(scope), statement) or needs_cuda_after(_body(scope), statement)
+        )
         several_gpus = after_cuda and picks_among_gpus(self.context.module.code_for_node(scope))
         if after_cuda and not several_gpus:
-            return  # without CUDA the code fails before (DEV001's finding); with it, it loads
+            return  # without CUDA the code fails anyway (DEV001's finding); with it, it loads
         evidence = self._evidence.evidence(node, scope, statement, classes)
         if evidence.safe is not None:
             return
