@@ -345,6 +345,11 @@ def padded(waveform, kernel):
     waveform = torch.nn.functional.pad(waveform, (1, 1))
     kernel = torch.cat([kernel, torch.zeros(3)])
     return torch.nn.functional.conv1d(waveform, kernel)
+
+
+def gain(x, w):
+    x = torch.sum(x)
+    return w * x
 """
 
 
@@ -369,6 +374,7 @@ def test_summaries_name_the_parameters_one_operation_combines() -> None:
     # a functional layer's tensors, by keyword too, through rebindings that keep a device
     assert functions["convolve"]["mixes"] == [["kernel", "waveform", 64]]
     assert functions["padded"]["mixes"] == []  # `kernel` is no longer the caller's
+    assert functions["gain"]["mixes"] == []  # a sum may be 0-dim: it mixes with any device
 
 
 def _lint_beside_mixing(tmp_path: Path, name: str, text: str) -> RunSummary:

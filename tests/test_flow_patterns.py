@@ -454,15 +454,6 @@ def encode(tokenizer, prompt, device, marker):
 """,
         [("DEV006", 4, 12)],
     ),
-    "a CPU noise scaled by an option of unknown kind, then added to the input": (
-        """\
-class Noisy(nn.Module):
-    def forward(self, x):
-        noise = torch.rand(x.shape[0], 1) * self.scale
-        return x + noise
-""",
-        [("DEV005", 3, 17)],
-    ),
     "a CPU vector meets a 0-dim reduction of the input": (
         """\
 class Centered(nn.Module):

@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Optional
 
-from devlint.analysis.syntax import dotted_name
+from devlint.analysis.syntax import dotted_name, keyword_value
 
 _MOVES = frozenset({"to", "cuda"})
 # How far after the assignment the move may come: `x, y = helper(x)` then `x, y = x.to(d), y.to(d)`.
@@ -32,6 +32,8 @@ def helpers_moved_by_callers(module: ast.Module) -> frozenset[str]:
             key = _helper_key(node)
             if key is not None:
                 calls[key] += 1
+            elif isinstance(node.func, ast.Attribute):
+                calls[f"self.{node.func.attr}"] += 1  # `trainer.mask(x)`: a call, never moved
             receiver = _moved_receiver(node)
             if isinstance(receiver, ast.Call):
                 key = _helper_key(receiver)
@@ -61,10 +63,24 @@ def _helper_key(call: ast.Call) -> Optional[str]:
 
 
 def _moved_receiver(call: ast.Call) -> Optional[ast.expr]:
+    """What `.cuda()` or `.to(device)` moves to a device; not `.to(x.dtype)`, `.to("cpu")`."""
     func = call.func
-    if isinstance(func, ast.Attribute) and func.attr in _MOVES:
-        return func.value
-    return None
+    if not isinstance(func, ast.Attribute) or func.attr not in _MOVES:
+        return None
+    if func.attr == "to" and not _to_a_device(call):
+        return None
+    return func.value
+
+
+def _to_a_device(call: ast.Call) -> bool:
+    target = call.args[0] if call.args else keyword_value(call, "device")
+    if target is None:
+        return False  # `.to(dtype=...)`, `.to(memory_format=...)`
+    written = (dotted_name(target) or "").lower()
+    text = target.value if isinstance(target, ast.Constant) else None
+    if isinstance(text, str):
+        return text.lower() != "cpu" and not text.startswith("torch.")
+    return "device" in written or written.endswith(("gpu", "cuda"))
 
 
 def _assigned_call(statement: ast.stmt) -> Optional[str]:
@@ -83,6 +99,9 @@ def _bound_names(statement: ast.stmt) -> set[str]:
 
 
 def _moves_any(statement: ast.stmt, names: set[str]) -> bool:
+    """A plain statement that moves one of ``names`` (not one that may not run: an `if`)."""
+    if not isinstance(statement, (ast.Assign, ast.Expr, ast.AnnAssign, ast.Return)):
+        return False
     for node in ast.walk(statement):
         if isinstance(node, ast.Call):
             receiver = _moved_receiver(node)

@@ -56,7 +56,7 @@ _SUSPENDING = (ast.Yield, ast.YieldFrom, ast.Await)
 _DEVICE_AWARE = frozenset({"device", "is_cuda", "get_device", "type_as", "type"})
 FORMAT = 5
 # The keywords a torch function takes its tensors by (`F.conv1d(input=x, weight=w)`).
-_TENSOR_KEYWORDS = frozenset({"input", "other", "weight", "bias", "grid", "target", "tensors"})
+_TENSOR_KEYWORDS = frozenset({"input", "other", "weight", "bias", "grid"})
 
 
 def summary_digest(summary: Summary) -> str:
@@ -449,7 +449,8 @@ def _keeps(value: ast.expr, name: str, qualified: Callable[[ast.AST], str]) -> b
     if not isinstance(value, ast.Call) or not _may_be_functional(value.func):
         return False
     called = qualified(value.func)
-    keeping = called in KEEPING_FUNCTIONS or combines_operands(called)
+    reduces = called.rpartition(".")[2] in REDUCTIONS  # `torch.sum(x)` may be 0-dim: it mixes
+    keeping = not reduces and (called in KEEPING_FUNCTIONS or combines_operands(called))
     first = value.args[0] if value.args else keyword_value(value, "input")
     return keeping and first is not None and _parameters_in(first, {name: name}) == {name}
 
@@ -513,7 +514,9 @@ def _operands(node: ast.AST, qualified: Callable[[ast.AST], str]) -> list[ast.ex
     if name in ("torch.cat", "torch.stack", "torch.concat") and node.args:
         listed = node.args[0]
         return list(listed.elts) if isinstance(listed, (ast.List, ast.Tuple)) else []
-    if combines_operands(name) or name in FUNCTIONAL_LOSSES:
+    if name in FUNCTIONAL_LOSSES:
+        return list(node.args[:2])  # its input and target (`F.ctc_loss`'s lengths may be CPU)
+    if combines_operands(name):
         # `F.conv1d(input=waveform, weight=kernel)`: its tensors, however passed
         keywords = [k.value for k in node.keywords if k.arg in _TENSOR_KEYWORDS]
         return [*node.args, *keywords]
@@ -521,8 +524,8 @@ def _operands(node: ast.AST, qualified: Callable[[ast.AST], str]) -> list[ast.ex
 
 
 def _may_be_functional(function: ast.expr) -> bool:
-    """`F.conv1d`, `torch.nn.functional.pad`: an attribute of a module's name, perhaps
-    torch's functional layers (a qualified name decides)."""
+    """Whether ``function`` may name a torch function, `F.conv1d` or `torch.nn.functional.pad`:
+    an attribute of a name other than `self` (its qualified name decides)."""
     return (
         isinstance(function, ast.Attribute)
         and isinstance(function.value, (ast.Name, ast.Attribute))

@@ -213,9 +213,7 @@ def combine(operands: Iterable[Value]) -> Value:
     An operand of unknown placement makes the result unknown, precision first, except beside a
     tensor on a device: if the operation succeeds at all, its result is there (a CPU tensor
     with elements, a numpy array or a list beside it fails at this line; only a CPU scalar
-    mixes, and it leaves the result on the device). So, too, beside a CPU tensor with elements:
-    whatever the unknown is (a number, an array, a CPU tensor), the result is on the CPU, and
-    a tensor on a device there fails at this line.
+    mixes, and it leaves the result on the device).
     """
     operands = list(operands)
     if operands and all(operand.kind is Kind.SCALAR for operand in operands):
@@ -251,14 +249,12 @@ def combine(operands: Iterable[Value]) -> Value:
 
 def _anchors(operand: Value) -> bool:
     """An operand whose place an operation's result takes, whatever its unknown operands are:
-    a tensor on a device or on the inputs' device, what `.to(device)` returned (arithmetic
+    a tensor on a device or on the inputs' device, or what `.to(device)` returned (arithmetic
     fails on a module or a batch, and a module compared, to a bool, is no mask that anything
-    uses), or a CPU tensor with elements."""
+    uses)."""
     if operand.kind is Kind.TENSOR and operand.where in (Where.DEVICE, Where.INPUT):
         return True
-    return (operand.kind is Kind.UNKNOWN and operand.where is Where.DEVICE) or (
-        operand.is_cpu_tensor()
-    )
+    return operand.kind is Kind.UNKNOWN and operand.where is Where.DEVICE
 
 
 def mismatch(operands: Iterable[Value], proven: bool = False) -> Optional[tuple[Value, Value]]:

@@ -60,8 +60,8 @@ class CrossDeviceOp(FlowRule):
         "    output, target = model(data.to(device)), target.to(device)\n"
         "    for i, metric in enumerate(metric_fns):\n"
         "        totals[i] += metric(output, target) * 4",
-        # a 0-dim CPU tensor beside an operand of unknown kind, which may be on a device
-        "import torch\ndef f(rate):\n    t = torch.tensor(2.0) * rate\n"
+        # a CPU tensor beside an operand of unknown kind: where the result is, is unknown
+        "import torch\ndef f(rate):\n    t = torch.zeros(3) * rate\n"
         "    return t + torch.ones(3).to('cuda')",
         "import torch\nx = torch.zeros(3).cuda()\ny = x + 1",
         "import torch\nx = torch.zeros(3).cuda()\ny = x * torch.tensor(2.0)",
@@ -147,15 +147,6 @@ class CrossDeviceOp(FlowRule):
             5,
             5,
             "`y` is on `cuda:0`",
-        ),
-        # beside an operand of unknown kind (`rate`), a CPU tensor with elements keeps its
-        # place: were `rate` on a device, the product itself would fail
-        Invalid(
-            "import torch\ndef f(rate):\n    t = torch.zeros(3) * rate\n"
-            "    return t + torch.ones(3).to('cuda')",
-            3,
-            9,
-            "line 4 mixes with `torch.ones(3).to('cuda')`",
         ),
         # beside an operand of unknown kind (`rate`), a tensor on a device keeps its place:
         # if the product exists at all, it is there

@@ -1,12 +1,8 @@
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Union
-
 import libcst as cst
 
 from devlint.analysis.checkpoints import CheckpointEvidence
-from devlint.analysis.cuda_first import needs_cuda_after, needs_cuda_before, picks_among_gpus
 from devlint.analysis.devices import argument, has_star_kwargs
 from devlint.analysis.prefilter import TORCH_LOAD
 from devlint.context import FileContext, NodeEdit, RawFix
@@ -48,16 +44,6 @@ class LoadWithoutMapLocation(Rule):
       A dataset that loads weights (`self.encoder.load_state_dict(...)`) or a
       whole model (`self.encoder = torch.load(path)`, then `self.encoder.eval()`
       or `self.encoder(x)`) still loads a checkpoint.
-    - **Where the code needs CUDA anyway** (silent): an unguarded `.cuda()`
-      or `.to("cuda")` on the way to the load, in the same function or script
-      (`net = Net().cuda()`, then `net.load_state_dict(torch.load(path))`), or
-      one the code always goes on to after it (no `return`, `raise`, `break`,
-      `continue` or `sys.exit()` on the way). Without a GPU the code fails
-      there anyway (DEV001 reports it); with one, the checkpoint loads. Once the move chooses its device, this rule speaks.
-      Where the code picks one GPU among several (`torch.cuda.set_device`, DDP,
-      `model.cuda(args.gpu)`, `local_rank`), it still fires, for the other
-      hazard: every process would load the tensors onto the GPU they were
-      saved from.
     - **Saved by the same function, before the load** (silent):
       `torch.save(x, buffer)` then `torch.load(buffer)`, a byte-buffer round trip
       (`torch.load(io.BytesIO(buffer.getvalue()))`), a temporary file written
@@ -195,25 +181,9 @@ class LoadWithoutMapLocation(Rule):
         "    scheduler.load_state_dict(torch.load(os.path.join(path, 'scheduler.pt')))",
         "import torch\ndef resume(self, path):\n    state = torch.load(path)\n"
         "    self.scaler.load_state_dict(state)",
-        # The code already needs CUDA on the way to the load (DEV001 says so).
-        "import torch\ndef main(args):\n    net = Net().cuda()\n    if args.snapshot:\n"
-        "        net.load_state_dict(torch.load(args.snapshot))",
-        "import torch\nnet = Net()\nnet.to('cuda:0')\nnet.load_state_dict(torch.load(path))",
-        # ... or always goes on to one after it
-        "import torch\nnet = Net()\nif args.model:\n    net.load_state_dict(torch.load(args.model))\n"
-        "optimizer = make_optimizer(net)\nnet.cuda()",
     )
     INVALID = (
-        # after a move to one of several GPUs, the other hazard: every process's tensors
-        # would land on the GPU they were saved from
-        Invalid(
-            "import torch\ndef main_worker(gpu, args):\n    torch.cuda.set_device(gpu)\n"
-            "    model = Net().cuda(gpu)\n    checkpoint = torch.load(args.resume)\n"
-            "    model.load_state_dict(checkpoint['state_dict'])",
-            5,
-            18,
-            "not necessarily the one this process uses",
-        ),
+        Invalid("import torch\nstate = torch.load('ckpt.pt')", 2, 9, "map_location"),
         # a helper's parameter is not the module's name it shadows: the module's save of
         # `fn` (a corpus cache) says nothing of the models the helper loads
         Invalid(
@@ -224,36 +194,6 @@ class LoadWithoutMapLocation(Rule):
             16,
             "`torch.load(f)` has no `map_location`: a checkpoint saved on a GPU",
         ),
-        # a move the code may not go on to: an exit on the way
-        Invalid(
-            "import torch\ndef main(args):\n    net = Net()\n"
-            "    net.load_state_dict(torch.load(args.model))\n    if args.export:\n"
-            "        return export(net)\n    net.cuda()",
-            4,
-            25,
-        ),
-        # a move that may not run needs no CUDA, before the load or after it
-        Invalid(
-            "import torch\ndef main(args):\n    if args.gpu:\n        net = Net().cuda()\n"
-            "    net.load_state_dict(torch.load(args.snapshot))\n"
-            "    net = net.cuda() if args.gpu else net",
-            5,
-            25,
-        ),
-        Invalid(
-            "import torch\ndef main(args):\n    net = Net().cuda() if args.gpu else Net()\n"
-            "    net.load_state_dict(torch.load(args.snapshot))",
-            4,
-            25,
-        ),
-        Invalid(
-            "import torch\ndef main(args):\n    try:\n        net = Net().cuda()\n"
-            "    except RuntimeError:\n        net = Net()\n"
-            "        net.load_state_dict(torch.load(args.snapshot))",
-            7,
-            29,
-        ),
-        Invalid("import torch\nstate = torch.load('ckpt.pt')", 2, 9, "map_location"),
         # a temporary place this function only downloads into: what is there came from elsewhere
         Invalid(
             "import tempfile, torch\nfrom pathlib import Path\ndef load(url):\n"
@@ -440,12 +380,6 @@ class LoadWithoutMapLocation(Rule):
         assert statement is None or isinstance(statement, cst.CSTNode)
         enclosing = self.context.scopes.current_class()
         classes = () if enclosing is None else (enclosing.name, *enclosing.bases)
-        after_cuda = statement is not None and (
-            needs_cuda_before(_body(scope), statement) or needs_cuda_after(_body(scope), statement)
-        )
-        several_gpus = after_cuda and picks_among_gpus(self.context.module.code_for_node(scope))
-        if after_cuda and not several_gpus:
-            return  # without CUDA the code fails anyway (DEV001's finding); with it, it loads
         evidence = self._evidence.evidence(node, scope, statement, classes)
         if evidence.safe is not None:
             return
@@ -460,24 +394,10 @@ class LoadWithoutMapLocation(Rule):
         if edit is not None:
             message = 'Add `map_location="cpu"`: tensors then load on the CPU'
             fix = RawFix(Applicability.UNSAFE, message, (edit,))
-        if several_gpus:
-            hazard = (
-                "each tensor loads onto the GPU it was saved from (`cuda:0`, where the first "
-                "process saves), not necessarily the one this process uses; pass `map_location` "
-                "this process's device"
-            )
-        else:
-            hazard = (
-                f"a checkpoint{why} saved on a GPU fails to load on a machine without one; pass "
-                '`map_location="cpu"` or the target device'
-            )
         self.report(
-            node, f"`{self.context.source_of(node)}` has no `map_location`: {hazard}", fix=fix
+            node,
+            f"`{self.context.source_of(node)}` has no `map_location`: a checkpoint{why} saved on "
+            'a GPU fails to load on a machine without one; pass `map_location="cpu"` or the '
+            "target device",
+            fix=fix,
         )
-
-
-def _body(scope: Union[cst.Module, cst.FunctionDef]) -> Sequence[cst.CSTNode]:
-    if isinstance(scope, cst.Module):
-        return scope.body
-    block = scope.body
-    return block.body if isinstance(block, cst.IndentedBlock) else ()

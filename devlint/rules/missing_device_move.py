@@ -250,6 +250,15 @@ class MissingDeviceMove(FlowRule):
     )
 
     INVALID = (
+        # a cast is no move: what the helper returns stays where it was made
+        Invalid(
+            "import torch\ndef add_noise(x: torch.Tensor):\n"
+            "    return x + torch.randn(x.shape)\n"
+            "def run(h):\n    return add_noise(h).to(h.dtype)",
+            3,
+            16,
+            "parameter `x`",
+        ),
         # ... not where one call uses it as it is
         Invalid(
             "import torch\nclass Trainer:\n    def mask(self, inputs: torch.Tensor):\n"
