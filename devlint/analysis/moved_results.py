@@ -5,8 +5,8 @@
 the CPU, from CPU data. Its tensor parameters are then no evidence of the caller's device.
 Only calls the file writes count, each by its name (`helper(...)` for a function, `self.helper(
 ...)` for a method), and only where every one of them is moved: in the call's own expression,
-or by one of the next two statements of the block, which moves a name the call's result was
-assigned to.
+or by one of the next two plain statements that run (in its block, then after the block),
+which moves a name the call's result was assigned to.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def helpers_moved_by_callers(module: ast.Module) -> frozenset[str]:
         if key is None:
             continue
         names = _bound_names(statement)
-        if names and any(_moves_any(later, names) for later in following[:_LOOKAHEAD]):
+        if names and any(_moves_any(later, names) for later in following):
             moved[key] += 1
     return frozenset(key for key, count in calls.items() if moved[key] == count)
 
@@ -116,7 +116,7 @@ def _with_what_follows(
     """Each statement with the statements that run next: the rest of its block, then what
     follows the block (`if flip: img = fliplr(img)` is followed by `x = img.cuda()`)."""
     for index, statement in enumerate(block):
-        rest = block[index + 1 :] + after
+        rest = (block[index + 1 : index + 1 + _LOOKAHEAD] + after)[:_LOOKAHEAD]  # all it needs
         yield statement, rest
         scope_starts = isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
         for field in ("body", "orelse", "finalbody"):
