@@ -49,7 +49,13 @@ from devlint.analysis.parameters import (
     tensor_parameters,
 )
 from devlint.analysis.project import ProjectView
-from devlint.analysis.syntax import SourceText, dotted_name, nodes_below, self_attribute
+from devlint.analysis.syntax import (
+    SourceText,
+    dotted_name,
+    nodes_below,
+    self_attribute,
+    statement_blocks,
+)
 from devlint.analysis.syntax_screen import SyntaxFacts, syntax_facts
 from devlint.analysis.torch_api import (
     WRAPPER_MODULES,
@@ -925,18 +931,8 @@ def _functions_in(
         elif isinstance(statement, ast.ClassDef):
             yield from _functions_in(statement.body, statement)
         else:
-            for block in _blocks(statement):
+            for block in statement_blocks(statement):
                 yield from _functions_in(block, owner)
-
-
-def _blocks(statement: ast.stmt) -> Iterator[Sequence[ast.stmt]]:
-    """The blocks of a compound statement (none for a simple one)."""
-    for name in ("body", "orelse", "finalbody"):
-        block = getattr(statement, name, None)
-        if block:
-            yield block
-    for handler in getattr(statement, "handlers", ()):
-        yield handler.body
 
 
 def _assigned_names(function: FunctionNode) -> set[str]:

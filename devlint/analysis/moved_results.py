@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Optional
 
-from devlint.analysis.syntax import dotted_name, keyword_value
+from devlint.analysis.syntax import dotted_name, keyword_value, statement_blocks
 
 _MOVES = frozenset({"to", "cuda"})
 # How far after the assignment the move may come: `x, y = helper(x)` then `x, y = x.to(d), y.to(d)`.
@@ -119,9 +119,9 @@ def _with_what_follows(
         rest = (block[index + 1 : index + 1 + _LOOKAHEAD] + after)[:_LOOKAHEAD]  # all it needs
         yield statement, rest
         scope_starts = isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-        for field in ("body", "orelse", "finalbody"):
-            inner = getattr(statement, field, None)
-            if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
-                yield from _with_what_follows(inner, [] if scope_starts else rest)
-        for part in (*getattr(statement, "handlers", ()), *getattr(statement, "cases", ())):
-            yield from _with_what_follows(part.body, rest)  # `except` and `case` blocks
+        blocks = [
+            *statement_blocks(statement),
+            *(case.body for case in getattr(statement, "cases", ())),
+        ]
+        for inner in blocks:
+            yield from _with_what_follows(list(inner), [] if scope_starts else rest)

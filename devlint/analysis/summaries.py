@@ -398,21 +398,15 @@ def _handles_devices(node: ast.AST) -> bool:
 def _parameter_aliases(nodes: list[ast.AST], usable: set[str]) -> dict[str, str]:
     """Parameters, and the locals assigned once from one (`k = kernel.flip(-1)`)."""
     aliases = {name: name for name in usable}
-    stores: dict[str, list[ast.expr]] = {}
-    for node in nodes:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target = node.targets[0]
-            if isinstance(target, ast.Name):
-                stores.setdefault(target.id, []).append(node.value)
-        elif isinstance(node, ast.Name) and type(node.ctx) is not ast.Load:
-            stores.setdefault(node.id, []).append(node)  # any other binding: never an alias
+    values, bindings = _bindings(nodes)
     changed = True
     while changed:  # until no alias is added: a local may come from one found later
         changed = False
-        for name, values in stores.items():
-            if name in usable or name in aliases or len(values) != 2:  # the Assign, its Name
+        for name, assigned in values.items():
+            # bound once, by that assignment (any other binding: never an alias)
+            if name in usable or name in aliases or len(assigned) != 1 or bindings[name] != 1:
                 continue
-            roots = _parameters_in(values[0], aliases)
+            roots = _parameters_in(assigned[0], aliases)
             if len(roots) == 1:
                 aliases[name] = roots.pop()
                 changed = True
@@ -424,21 +418,29 @@ def _rebound_in_place(
 ) -> set[str]:
     """The parameters among ``candidates`` every binding of which keeps their tensor where it
     was: `waveform = waveform.transpose(2, 1)`, `waveform = F.pad(input=waveform, pad=p)`."""
+    values, bindings = _bindings(nodes)
+    return {
+        name
+        for name, assigned in values.items()
+        if name in candidates
+        and len(assigned) == bindings[name]
+        and all(_keeps(value, name, qualified) for value in assigned)
+    }
+
+
+def _bindings(nodes: list[ast.AST]) -> tuple[dict[str, list[ast.expr]], Counter[str]]:
+    """Per name: the values plain `name = value` assignments give it, and how many times
+    anything binds it (those assignments, a loop, an unpacking, `+=`...)."""
     values: dict[str, list[ast.expr]] = {}
     bindings: Counter[str] = Counter()
     for node in nodes:
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
-            if isinstance(target, ast.Name) and target.id in candidates:
+            if isinstance(target, ast.Name):
                 values.setdefault(target.id, []).append(node.value)
-        elif isinstance(node, ast.Name) and node.id in candidates:
-            bindings[node.id] += type(node.ctx) is not ast.Load
-    return {
-        name
-        for name, assigned in values.items()
-        if len(assigned) == bindings[name]
-        and all(_keeps(value, name, qualified) for value in assigned)
-    }
+        elif isinstance(node, ast.Name) and type(node.ctx) is not ast.Load:
+            bindings[node.id] += 1
+    return values, bindings
 
 
 def _keeps(value: ast.expr, name: str, qualified: Callable[[ast.AST], str]) -> bool:

@@ -14,7 +14,7 @@ import ast
 import io
 import re
 import tokenize
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Optional
 
 from libcst.metadata import CodePosition, CodeRange
@@ -77,6 +77,16 @@ def dotted_name(node: ast.AST) -> Optional[str]:
         return None
     parts.append(node.id)
     return ".".join(reversed(parts))
+
+
+def statement_blocks(statement: ast.stmt) -> Iterator[Sequence[ast.stmt]]:
+    """The blocks of a compound statement, its handlers' included (none for a simple one)."""
+    for name in ("body", "orelse", "finalbody"):
+        block = getattr(statement, name, None)
+        if block:
+            yield block
+    for handler in getattr(statement, "handlers", ()):
+        yield handler.body
 
 
 def self_attribute(node: ast.AST) -> Optional[str]:
