@@ -55,6 +55,10 @@ class MissingDeviceMove(FlowRule):
     tuple or list whose every tensor is on the CPU counts as a CPU input (an
     LSTM's `(h0, c0)`), and a helper method of the file's module class called
     on an instance (`model.init_hidden(n)`) is analysed like a helper function.
+    A tensor parameter says nothing of the caller's device where the code
+    prepares CPU data: a dataset's methods, a collate function, or a helper
+    whose every call in the file moves what it returns to a device
+    (`inputs = self.mask_tokens(inputs)`, then `inputs = inputs.to(device)`).
 
     In a module's `forward` and the methods it calls, its registered buffers and
     parameters, its torch layers (`self.proj`) and their `weight` and `bias`
