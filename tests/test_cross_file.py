@@ -350,6 +350,13 @@ def padded(waveform, kernel):
 def gain(x, w):
     x = torch.sum(x)
     return w * x
+
+
+def rotated(waveform, kernel, r=1):
+    kernel = kernel.transpose(2, 1)
+    head = kernel[..., r:]
+    kernel = torch.cat((head, torch.zeros(1, 1, 3), kernel[..., :r]), dim=-1)
+    return torch.nn.functional.conv1d(input=waveform, weight=kernel)
 """
 
 
@@ -373,7 +380,10 @@ def test_summaries_name_the_parameters_one_operation_combines() -> None:
     assert functions["chunks"]["follows"] is None  # a generator
     # a functional layer's tensors, by keyword too, through rebindings that keep a device
     assert functions["convolve"]["mixes"] == [["kernel", "waveform", 64]]
-    assert functions["padded"]["mixes"] == []  # `kernel` is no longer the caller's
+    # joined with a CPU tensor, `kernel` stays where it was or the join fails: either way a
+    # caller's kernel on another device than its waveform fails
+    assert functions["padded"]["mixes"] == [["kernel", "waveform", 70]]
+    assert functions["rotated"]["mixes"] == [["kernel", "waveform", 82]]  # through a local
     assert functions["gain"]["mixes"] == []  # a sum may be 0-dim: it mixes with any device
 
 
@@ -416,6 +426,17 @@ BESIDE_MIXING = {
         "        return waveform * factor * gain\n",
         ("DEV005", 8, 15),
         "combined with `waveform` at line 11",
+    ),
+    "a filter built in a loop, on the CPU where the first iteration passes it": (
+        "drop_loop.py",
+        "import torch\nfrom torch import nn\nfrom mixing import convolve\n\n\n"
+        "class DropFreq(nn.Module):\n    def forward(self, waveforms, frequencies):\n"
+        "        drop = torch.zeros(1, 101, 1)\n        for frequency in frequencies:\n"
+        "            notch = torch.ones(1, 3, 1).to(waveforms.device)\n"
+        "            drop = convolve(drop, notch)\n"
+        "        return convolve(waveforms, drop)\n",
+        ("DEV005", 8, 16),
+        "called at line 11",
     ),
     "a functional layer given a CPU filter": (
         "drop.py",

@@ -19,6 +19,7 @@ from score import (
     Span,
     codes_at,
     codes_citing,
+    import_closure,
     imported_files,
     sarif_finding,
     statement_span,
@@ -339,3 +340,18 @@ def test_the_imports_scope_extracts_the_project_files_a_module_imports() -> None
         "src/lib/d.py",
     ]
     assert imported_files(files, "pkg/sub/b.py", b"def broken(:\n") == []
+
+
+def test_the_import_closure_follows_imports_of_imports() -> None:
+    files = frozenset(["pkg/__init__.py", "pkg/a.py", "pkg/b.py", "pkg/c.py", "pkg/d.py"])
+    sources = {
+        "pkg/a.py": b"from .b import B\n",
+        "pkg/b.py": b"from pkg.c import C\n",
+        "pkg/c.py": b"from . import a\n",  # a cycle back to the fixed file
+        "pkg/d.py": b"",
+    }
+    assert import_closure(files, "pkg/a.py", sources.get) == [
+        "pkg/__init__.py",
+        "pkg/b.py",
+        "pkg/c.py",
+    ]

@@ -5,10 +5,10 @@
 For every case in ``cases.jsonl`` the scorer extracts, from the bare mirrors, the parent's and
 the commit's version of the fixed file together with its package (the other ``*.py`` files of its
 folder, where the evidence of a cross-file bug usually lives: the model moved in one module, the
-tensor made in another; with ``--scope imports``, also the project files the fixed file imports,
-the ``__init__.py`` files above them and the project's root markers, so that devlint's cross-file
-summaries see what a whole checkout would show), lints each of the two trees in one devlint run,
-and prints:
+tensor made in another; with ``--scope imports``, also the project files the fixed file imports
+and those they import in turn, the ``__init__.py`` files above them and the project's root
+markers, so that devlint's cross-file summaries see what a whole checkout would show), lints
+each of the two trees in one devlint run, and prints:
 
 - recall: the parent's file has a finding of the category's code on the fixed line's statement;
 - recall (any code): a finding of any device rule there;
@@ -33,8 +33,9 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import Any, Optional
 from urllib.parse import unquote, urljoin, urlparse
@@ -264,6 +265,24 @@ def imported_files(files: frozenset[str], path: str, source: bytes) -> list[str]
     return sorted(wanted)
 
 
+def import_closure(
+    files: frozenset[str], path: str, read: Callable[[str], Optional[bytes]]
+) -> list[str]:
+    """The files ``path`` imports, the files those import, and so on (at most
+    ``MAX_IMPORTED_FILES`` modules): a base class two modules away is what a whole checkout
+    shows the cross-file summaries."""
+    wanted: set[str] = set()
+    pending = [path]
+    while pending and len(wanted) < MAX_IMPORTED_FILES:
+        current = pending.pop()
+        for found in imported_files(files, current, read(current) or b""):
+            if found not in wanted and found != path:
+                wanted.add(found)
+                if found.endswith(".py"):
+                    pending.append(found)
+    return sorted(wanted)
+
+
 def _module_paths(folder: PurePosixPath, level: int, dotted: str) -> list[PurePosixPath]:
     """Where a module may live: from the importing file's package (relative imports), or from
     the file's folder, the tree's root and its ``src/`` (absolute ones)."""
@@ -296,8 +315,9 @@ def extract(cases: Sequence[Case], mirrors: Path, root: Path, scope: str) -> Non
                         extractor.package_of(commit, case.path) if scope != "file" else [case.path]
                     )
                     if scope == "imports":
-                        source = extractor.read(commit, case.path) or b""
-                        paths += imported_files(extractor.listing(commit), case.path, source)
+                        paths += import_closure(
+                            extractor.listing(commit), case.path, partial(extractor.read, commit)
+                        )
                     for path in paths:
                         if (commit, path) in done:
                             continue

@@ -11,7 +11,12 @@ from typing import TYPE_CHECKING, Optional, Union
 
 from devlint.analysis.contexts import argument_node
 from devlint.analysis.imported import followed_argument, imported_attribute, imported_value
-from devlint.analysis.loops import LoopFrame, PathCounts, first_iteration_value
+from devlint.analysis.loops import (
+    LoopFrame,
+    PathCounts,
+    first_iteration_value,
+    later_iteration_value,
+)
 from devlint.analysis.names import ImportMap
 from devlint.analysis.parameters import TENSOR_ONLY_ATTRIBUTES, changed_parameters
 from devlint.analysis.project import ProjectView
@@ -184,6 +189,7 @@ class CallEvaluator:
     defaulted_devices: set[ast.AST]
     paths: PathCounts  # the branches around the expression, and those that left early so far
     first_values: dict[ast.AST, Value]  # names read with another value on a first iteration
+    later_values: dict[ast.AST, Value]  # names read after an iteration reset them on the CPU
     # Each method's class's methods, which it calls as `self.name(...)`.
     sibling_methods: dict[ast.AST, Mapping[str, FunctionNode]]
 
@@ -280,6 +286,9 @@ class CallEvaluator:
             first = first_iteration_value(self.loop_frames, node.id, value, self.paths)
             if first is not None:
                 self.first_values[node] = first
+            later = later_iteration_value(self.loop_frames, node.id, value, self.paths)
+            if later is not None:
+                self.later_values[node] = later
         if value.kind is Kind.UNKNOWN and value.where is Where.UNKNOWN:
             read = self.device_read(unit, node.id)
             if read is not None:  # a tensor whose device the code reads: on a device, somewhere
@@ -351,7 +360,7 @@ class CallEvaluator:
     def _binary(self, node: ast.BinOp, env: Env, unit: Unit) -> Value:
         operands = [self.eval(node.left, env, unit), self.eval(node.right, env, unit)]
         self._operation(node, operands)
-        return combine(operands)
+        return combine(operands, arithmetic=True)
 
     def _unary(self, node: ast.UnaryOp, env: Env, unit: Unit) -> Value:
         operand = self.eval(node.operand, env, unit)

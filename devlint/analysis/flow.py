@@ -130,6 +130,7 @@ class DeviceFlow(CallContexts):
         self.changed_parameters: dict[FunctionNode, frozenset[str]] = {}
         self.defaulted_devices: set[ast.AST] = set()
         self.first_values: dict[ast.AST, Value] = {}  # reads whose first iteration differs
+        self.later_values: dict[ast.AST, Value] = {}  # reads after a reset on the CPU
         self.paths = PathCounts()
         self.globals: Env = {}
         self.default_device_changed = "set_default_device" in text.source or (
@@ -542,15 +543,14 @@ class DeviceFlow(CallContexts):
                 orelse = self.exec_block(node.orelse, orelse_env, unit)
         self._note_exits(body, orelse)
         changed = _replace(env, merge(body, orelse))
-        defaulted = _omitted_parameter(node.test, unit.function)
-        if (
-            defaulted is not None
-            and body is not None
-            and body.get(defaulted, UNKNOWN).is_cpu_tensor()
-        ):
-            # `if mask is None: mask = torch.ones(...)`: callers that omit the argument take
-            # this path, and on it the value is on the CPU.
-            env[defaulted] = body[defaulted]
+        omitted = _omitted_parameter(node.test, unit.function)
+        if omitted is not None:
+            parameter, when_true = omitted
+            branch = body if when_true else orelse
+            if branch is not None and branch.get(parameter, UNKNOWN).is_cpu_tensor():
+                # `if mask is None: mask = torch.ones(...)`: callers that pass no mask take
+                # this path, and on it the value is on the CPU.
+                env[parameter] = branch[parameter]
         return changed
 
     @contextmanager
@@ -712,31 +712,27 @@ def _moved_name(value: ast.expr) -> Optional[str]:
     return None
 
 
-def _omitted_parameter(test: ast.expr, function: Optional[FunctionNode]) -> Optional[str]:
-    """The parameter ``test`` finds omitted: `if mask is None:` where `mask=None` is the
-    parameter's default."""
+def _omitted_parameter(
+    test: ast.expr, function: Optional[FunctionNode]
+) -> Optional[tuple[str, bool]]:
+    """The parameter ``test`` finds absent, and on which branch: `if mask is None:` (True),
+    `if mask is not None: ... else:` (False). The test is the code's own word that callers
+    pass None, whether `None` is the parameter's default or an argument they write."""
     if function is None or not isinstance(test, ast.Compare) or len(test.ops) != 1:
         return None
     left, right = test.left, test.comparators[0]
     if not (
-        isinstance(test.ops[0], ast.Is)
+        isinstance(test.ops[0], (ast.Is, ast.IsNot))
         and isinstance(left, ast.Name)
         and isinstance(right, ast.Constant)
         and right.value is None
     ):
         return None
     arguments = function.args
-    positional = [*arguments.posonlyargs, *arguments.args]
-    defaults = dict(zip(reversed(positional), reversed(arguments.defaults)))
-    defaults.update(
-        (parameter, default)
-        for parameter, default in zip(arguments.kwonlyargs, arguments.kw_defaults)
-        if default is not None
-    )
-    for parameter, default in defaults.items():
-        if parameter.arg == left.id and isinstance(default, ast.Constant):
-            return left.id if default.value is None else None
-    return None
+    parameters = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+    if not any(parameter.arg == left.id for parameter in parameters):
+        return None
+    return left.id, isinstance(test.ops[0], ast.Is)
 
 
 def _calls_by_name(module: ast.Module) -> Counter[str]:

@@ -11,7 +11,9 @@ The head's state joins every iteration, so where a name read in the body holds t
 the first iteration read the value from before the loop: a CPU accumulator (`total =
 torch.zeros(3)`, then `total = total + p` in the loop) meets the device there, even though from
 the second iteration on it is on the device too. The operand rules read such a name as the
-first iteration does (`first_values`).
+first iteration does (`first_values`). Conversely, a sum on the device that a branch of the body
+resets with a tensor made on the CPU is on the CPU where the next iteration reads it
+(`later_values`).
 """
 
 from __future__ import annotations
@@ -64,6 +66,25 @@ def first_iteration_value(
             break
         first = frame.entry[name]
     return None if first is value else first
+
+
+def later_iteration_value(
+    frames: list[LoopFrame], name: str, value: Value, now: PathCounts
+) -> Optional[Value]:
+    """What a read of ``name`` gives on an iteration that follows one resetting it on the CPU
+    (`total = torch.zeros(1)` in a branch of the body, after `total += loss` on the device
+    began the body): the reset tensor. None where the read is not on the body's straight path
+    from its start, the body assigned the name before it, or the reset comes from before the
+    loop (a path that merely met the loop's entry, which no later iteration repeats)."""
+    if not frames:
+        return None
+    frame = frames[-1]
+    if now != frame.start or frame.head.get(name) is not value or value.reset is None:
+        return None
+    entered = frame.entry.get(name)
+    if entered is None or entered.reset is value.reset or entered is value.reset:
+        return None
+    return value.reset
 
 
 def loop_head(entry: Env, end: Optional[Env]) -> Env:

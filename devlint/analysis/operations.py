@@ -44,11 +44,21 @@ def operands(node: ast.AST, flow: DeviceFlow) -> list[tuple[ast.expr, Value]]:
     else:
         return []
     # A name a loop changes is read as on its first iteration, where that is known: a CPU
-    # accumulator meets the device on the first pass, even if the sum then moves it there.
-    pairs = [(part, flow.first_values.get(part) or flow.value_of(part)) for part in parts]
+    # accumulator meets the device on the first pass, even if the sum then moves it there;
+    # and as after an iteration that reset it on the CPU.
+    pairs = [(part, iteration_value(flow, part)) for part in parts]
     if isinstance(node, ast.AugAssign):
         return _in_place(pairs)
     return pairs
+
+
+def iteration_value(flow: DeviceFlow, part: ast.expr) -> Value:
+    """The value a loop's first iteration reads, or one after a reset on the CPU where the
+    first iteration's is not on the CPU (a sum made on the device, reset on the CPU)."""
+    first, later = flow.first_values.get(part), flow.later_values.get(part)
+    if later is not None and (first is None or first.where is not Where.CPU):
+        return later
+    return first or flow.value_of(part)
 
 
 def _in_place(pairs: list[tuple[ast.expr, Value]]) -> list[tuple[ast.expr, Value]]:

@@ -4,9 +4,10 @@ Library code is device-agnostic by contract: `def pairwise(x: Tensor)` runs wher
 keeps `x`, so `x - torch.arange(n)` fails as soon as a caller passes a GPU tensor. The analysis
 places such a parameter on "the caller's device" (`Where.INPUT`, as `forward`'s inputs) only on
 evidence that it is a tensor: an annotation naming `Tensor`, or a use that only a tensor has
-(`x.device`, `x.new_zeros(...)`, `x.unsqueeze(...)`), or a docstring documenting its type as one
-(`x : torch.Tensor`, see `docstrings`). A name alone, or a number, proves nothing. Uses and
-docstrings count only in a file that places something on a device (see `flow`).
+(`x.device`, `x.new_zeros(...)`, `x.unsqueeze(...)`, `x.size(0)`), or a docstring documenting
+its type as one (`x : torch.Tensor`, see `docstrings`). A name alone, or a number, proves
+nothing. Uses and docstrings count only in a file that places something on a device (see
+`flow`).
 
 Code that runs on the CPU by design is left out: a dataset's `__getitem__`, a collate function,
 a dataset class's methods. So are the helpers of a test module: their callers are the tests
@@ -113,6 +114,8 @@ def names_used_as_tensors(function: FunctionNode) -> set[str]:
             and isinstance(node.value, ast.Name)
         ):
             uses.append((node.value.id, node.lineno))
+        elif isinstance(node, ast.Call) and (sized := _size_called(node)) is not None:
+            uses.append((sized, node.lineno))
     return {name for name, line in uses if line <= first_store.get(name, line)}
 
 
@@ -149,6 +152,15 @@ def names_on_a_device(function: FunctionNode) -> dict[str, ast.Attribute]:
             tensors.update(_joined_names(node))
     kept = tensors - tested - {"self"}
     return {name: read for name, read in reads.items() if name in kept}
+
+
+def _size_called(call: ast.Call) -> Optional[str]:
+    """The name `x.size(0)` calls `size` of: a numpy array's `size` is a number, which no
+    code calls, so only a tensor's is."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr == "size" and isinstance(func.value, ast.Name):
+        return func.value.id
+    return None
 
 
 _JOINING = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack"})

@@ -23,7 +23,7 @@ import ast
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Optional
 
 from devlint.analysis.contexts import none_defaulted
@@ -54,7 +54,7 @@ _ELEMENTWISE_COMPARISONS = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
 _SUSPENDING = (ast.Yield, ast.YieldFrom, ast.Await)
 # Reads of a tensor's device: code that reads one may align its operands itself.
 _DEVICE_AWARE = frozenset({"device", "is_cuda", "get_device", "type_as", "type"})
-FORMAT = 5
+FORMAT = 6
 # The keywords a torch function takes its tensors by (`F.conv1d(input=x, weight=w)`).
 _TENSOR_KEYWORDS = frozenset({"input", "other", "weight", "bias", "grid"})
 
@@ -424,7 +424,7 @@ def _rebound_in_place(
         for name, assigned in values.items()
         if name in candidates
         and len(assigned) == bindings[name]
-        and all(_keeps(value, name, qualified) for value in assigned)
+        and all(_keeps(value, name, qualified, values) for value in assigned)
     }
 
 
@@ -443,18 +443,38 @@ def _bindings(nodes: list[ast.AST]) -> tuple[dict[str, list[ast.expr]], Counter[
     return values, bindings
 
 
-def _keeps(value: ast.expr, name: str, qualified: Callable[[ast.AST], str]) -> bool:
+def _keeps(
+    value: ast.expr,
+    name: str,
+    qualified: Callable[[ast.AST], str],
+    values: Mapping[str, list[ast.expr]],
+) -> bool:
     """Whether ``value`` is parameter ``name``'s tensor, where it was (see `_parameters_in`),
-    or a torch function's result on it (`F.pad(x, p)`, `torch.flip(x, [0])`)."""
+    or a torch function's result on it (`F.pad(x, p)`, `torch.flip(x, [0])`, `torch.cat((x[...,
+    :r], zeros))`: joined with it, if the call succeeds). ``values``: what each local is
+    assigned (`head = x[..., :r]`, once, stands for `x`)."""
     if _parameters_in(value, {name: name}) == {name}:
         return True
     if not isinstance(value, ast.Call) or not _may_be_functional(value.func):
         return False
     called = qualified(value.func)
+    if called in _JOINING and value.args and isinstance(value.args[0], (ast.List, ast.Tuple)):
+        return any(_holds(item, name, values) for item in value.args[0].elts)
     reduces = called.rpartition(".")[2] in REDUCTIONS  # `torch.sum(x)` may be 0-dim: it mixes
     keeping = not reduces and (called in KEEPING_FUNCTIONS or combines_operands(called))
     first = value.args[0] if value.args else keyword_value(value, "input")
     return keeping and first is not None and _parameters_in(first, {name: name}) == {name}
+
+
+def _holds(item: ast.expr, name: str, values: Mapping[str, list[ast.expr]]) -> bool:
+    """Whether ``item`` is parameter ``name``'s tensor, or a local assigned it once."""
+    if _parameters_in(item, {name: name}) == {name}:
+        return True
+    assigned = values.get(item.id, []) if isinstance(item, ast.Name) else []
+    return len(assigned) == 1 and _parameters_in(assigned[0], {name: name}) == {name}
+
+
+_JOINING = frozenset({"torch.cat", "torch.concat", "torch.concatenate", "torch.stack"})
 
 
 def _parameters_in(node: ast.expr, aliases: dict[str, str]) -> set[str]:

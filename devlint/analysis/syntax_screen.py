@@ -144,6 +144,8 @@ def _read_call(call: ast.Call, facts: UnitFacts) -> None:
     func = call.func
     if isinstance(func, ast.Name):
         facts.called.add(func.id)
+    elif isinstance(func, ast.Attribute) and func.attr == "size" and type(func.value) is ast.Name:
+        facts.tensor_names.add(func.value.id)  # `x.size(0)`: an array's `size` is no method
     elif (
         isinstance(func, ast.Attribute) and type(func.value) is ast.Name and func.value.id == "self"
     ):

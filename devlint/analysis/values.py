@@ -75,6 +75,10 @@ class Value:
     # output and a target): a tensor there, or a Python number. A tensor-only method proves a
     # tensor, and so does a loss taking it; until then it is no side of a mismatch.
     unproven: bool = False
+    # A tensor made on the CPU on one of the paths that met here (`total = torch.zeros(1)` in
+    # a logging branch, resetting a sum on the device): what a loop's next iteration reads
+    # after that path, whatever the other paths hold (see `loops.later_iteration_value`).
+    reset: Optional[Value] = None
 
     @property
     def where(self) -> Where:
@@ -112,9 +116,24 @@ def cpu_loader(evidence: str, origin: ast.AST) -> Value:
 
 
 def join(first: Value, second: Value) -> Value:
-    """The value after two paths meet: kept where both agree, unknown where they differ."""
+    """The value after two paths meet: kept where both agree, unknown where they differ; a
+    tensor made on the CPU on either path is remembered as its ``reset``."""
     if first is second:
         return first
+    reset = first.reset or second.reset or _cpu_path(first, second) or _cpu_path(second, first)
+    joined = _join(first, second)
+    return joined if joined.reset is reset else replace(joined, reset=reset)
+
+
+def _cpu_path(made: Value, other: Value) -> Optional[Value]:
+    """``made``, where a factory made it on the CPU and ``other`` is a tensor elsewhere."""
+    if not (made.is_cpu_tensor() and made_by_factory(made)):
+        return None
+    elsewhere = other.where in (Where.DEVICE, Where.INPUT, Where.MAYBE_DEVICE)
+    return made if other.kind is Kind.TENSOR and elsewhere else None
+
+
+def _join(first: Value, second: Value) -> Value:
     if first.kind is Kind.SEQUENCE and second.kind is Kind.SEQUENCE:
         return _join_sequences(first, second)
     kind = first.kind if first.kind is second.kind else Kind.UNKNOWN
@@ -207,13 +226,17 @@ def join_all(values: Iterable[Value]) -> Value:
     return result if result is not None else UNKNOWN
 
 
-def combine(operands: Iterable[Value]) -> Value:
+def combine(operands: Iterable[Value], arithmetic: bool = False) -> Value:
     """The result of an elementwise operation: on the device of its non-scalar tensor operands.
 
     An operand of unknown placement makes the result unknown, precision first, except beside a
     tensor on a device: if the operation succeeds at all, its result is there (a CPU tensor
     with elements, a numpy array or a list beside it fails at this line; only a CPU scalar
-    mixes, and it leaves the result on the device).
+    mixes, and it leaves the result on the device). So, too, for an ``arithmetic`` operator
+    (`t * scale`) beside a tensor a factory made on the CPU with elements: whatever the unknown
+    is (a number, an array, a CPU tensor), the result is on the CPU, and a tensor on a device
+    (even a 0-dim one) fails at this line. Not for calls: `torch.index_put` and indexing take
+    CPU indices for a tensor on a device.
     """
     operands = list(operands)
     if operands and all(operand.kind is Kind.SCALAR for operand in operands):
@@ -236,7 +259,7 @@ def combine(operands: Iterable[Value]) -> Value:
         placements.append(operand.placement)
         unproven = unproven or operand.unproven
         scalar = scalar and operand.scalar
-        anchored = anchored or _anchors(operand)
+        anchored = anchored or _anchors(operand) or (arithmetic and _cpu_made(operand))
     if not placements and cpu_scalar is not None and cpu_scalar.kind is Kind.TENSOR and not unknown:
         return replace(cpu_scalar, module_output=module_output)  # 0-dim CPU tensors alone
     if not placements or (unknown and not anchored):
@@ -255,6 +278,10 @@ def _anchors(operand: Value) -> bool:
     if operand.kind is Kind.TENSOR and operand.where in (Where.DEVICE, Where.INPUT):
         return True
     return operand.kind is Kind.UNKNOWN and operand.where is Where.DEVICE
+
+
+def _cpu_made(operand: Value) -> bool:
+    return operand.is_cpu_tensor() and made_by_factory(operand)
 
 
 def mismatch(operands: Iterable[Value], proven: bool = False) -> Optional[tuple[Value, Value]]:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from devlint.analysis.operations import Citations, Mismatch, cpu_factory, find_mismatch, operands
@@ -54,15 +55,29 @@ class CrossDeviceOp(FlowRule):
     required_patterns = (DEVICE_SOURCE, CPU_TENSOR_SOURCE)
 
     VALID = (
+        # a reset that leaves the loop reaches no later iteration; one in a branch before the
+        # loop is a path that may never run (paths that merely meet prove nothing)
+        "import torch\ndevice = 'cuda:0'\ntotal = torch.zeros(1, device=device)\n"
+        "for step in range(9):\n    total += torch.ones(1, device=device)\n"
+        "    if step > 3:\n        total = torch.zeros(1)\n        break",
+        "import torch\ndevice = 'cuda:0'\ntotal = torch.zeros(1, device=device)\n"
+        "if verbose:\n    total = torch.zeros(1)\n"
+        "for step in range(9):\n    total += torch.ones(1, device=device)",
+        # reset where the sum was made
+        "import torch\ndevice = 'cuda:0'\ntotal = torch.zeros(1, device=device)\n"
+        "for step in range(9):\n    total += torch.ones(1, device=device)\n"
+        "    if step % 3 == 0:\n        total = torch.zeros(1, device=device)",
         # A metric of an output and a target may return a Python number: no tensor proven.
         "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
         "model = model.to(device)\ntotals = torch.zeros(2)\nfor data, target in loader:\n"
         "    output, target = model(data.to(device)), target.to(device)\n"
         "    for i, metric in enumerate(metric_fns):\n"
         "        totals[i] += metric(output, target) * 4",
-        # a CPU tensor beside an operand of unknown kind: where the result is, is unknown
-        "import torch\ndef f(rate):\n    t = torch.zeros(3) * rate\n"
-        "    return t + torch.ones(3).to('cuda')",
+        # a call taking a CPU tensor beside one of unknown place: its result's place is unknown
+        # (`torch.index_put` takes CPU indices for a tensor on a device)
+        "import torch\ndef f(values, rows):\n    idx = torch.arange(3)\n"
+        "    out = torch.index_put(values, (idx,), rows)\n"
+        "    return out + torch.ones(3).to('cuda')",
         "import torch\nx = torch.zeros(3).cuda()\ny = x + 1",
         "import torch\nx = torch.zeros(3).cuda()\ny = x * torch.tensor(2.0)",
         "import torch\nx = torch.zeros(3).cuda()\ny = x * torch.full((), 2.0)",
@@ -113,6 +128,24 @@ class CrossDeviceOp(FlowRule):
             4,
             8,
             "`table` is on the CPU",
+        ),
+        # arithmetic beside a CPU tensor with elements is on the CPU, whatever `rate` is (on a
+        # device, line 3 fails already)
+        Invalid(
+            "import torch\ndef f(rate):\n    t = torch.zeros(3) * rate\n"
+            "    return t + torch.ones(3).to('cuda')",
+            3,
+            9,
+            "line 4 mixes",
+        ),
+        # a sum on the device, reset on the CPU in a logging branch: the next iteration adds
+        Invalid(
+            "import torch\ndevice = 'cuda:0'\ntotal = torch.zeros(1, device=device)\n"
+            "for step in range(9):\n    total += torch.ones(1, device=device)\n"
+            "    if step % 3 == 0:\n        print(total)\n        total = torch.zeros(1)",
+            8,
+            17,
+            "line 5 on the loop's next iteration mixes",
         ),
         # what one iteration leaves is seen at the next
         Invalid(
@@ -181,7 +214,16 @@ class CrossDeviceOp(FlowRule):
 
     def begin_analysis(self, analysis: FlowContext) -> None:
         super().begin_analysis(analysis)
-        self._factories_reported: set[ast.AST] = set()
+        # Per factory, the report citing the first line its tensor meets a device: callers are
+        # analysed before their helpers, so a helper's own line may come after a caller's.
+        self._factory_reports: dict[ast.Call, _FactoryReport] = {}
+
+    def end_file(self) -> None:
+        if self._analysis is not None:  # (a file the flow did not run on has no reports)
+            for factory, pending in self._factory_reports.items():
+                self.report(factory, pending.message, pending.cited, statement=pending.statement)
+            self._factory_reports = {}
+        super().end_file()
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
         self._check(node)
@@ -236,19 +278,32 @@ class CrossDeviceOp(FlowRule):
 
     def _report_factory(self, factory: ast.Call, found: Mismatch, node: ast.AST) -> None:
         """Where `device=` goes, once for all the operations the tensor meets."""
-        if factory in self._factories_reported:
+        if self.analysis.expects_failure():  # (inside `pytest.raises` it is meant)
             return
-        if not self.analysis.expects_failure():  # (inside `pytest.raises` it is meant)
-            self._factories_reported.add(factory)
+        line = getattr(node, "lineno", 0)
+        known = self._factory_reports.get(factory)
+        if known is not None and known.line <= line:
+            return
         citations = Citations()
         operation_line = citations.line_of(node)
         device_evidence = citations.of(found.device_value.placement)
-        self.report(
-            factory,
+        reset = self.analysis.flow.later_values.get(found.cpu_node)
+        later = reset is not None and reset.placement.origin is found.cpu_value.placement.origin
+        when = " on the loop's next iteration" if later else ""
+        device_operand = self.analysis.source_of(found.device_node)
+        message = (
             f"mixes devices: `{self.analysis.source_of(factory)}` creates a tensor on the CPU "
-            f"that line {operation_line} mixes with `{self.analysis.source_of(found.device_node)}` on "
+            f"that line {operation_line}{when} mixes with `{device_operand}` on "
             f"`{found.device_value.placement.device}` ({device_evidence}): create it there "
-            "with `device=`",
-            citations.cited(),
-            statement=self.analysis.statement_of(factory) or factory,
+            "with `device=`"
         )
+        statement = self.analysis.statement_of(factory) or factory
+        self._factory_reports[factory] = _FactoryReport(line, message, citations.cited(), statement)
+
+
+@dataclass(frozen=True)
+class _FactoryReport:
+    line: int  # of the operation the message cites
+    message: str
+    cited: tuple[ast.AST, ...]
+    statement: ast.AST

@@ -13,6 +13,7 @@ from devlint.analysis.operations import (
     find_mismatch,
     first_cpu_operand,
     first_cpu_sequence,
+    iteration_value,
     operands,
 )
 from devlint.analysis.prefilter import CPU_TENSOR_SOURCE, DEVICE_OR_INPUT_SOURCE
@@ -104,6 +105,15 @@ class MissingDeviceMove(FlowRule):
     required_patterns = (DEVICE_OR_INPUT_SOURCE, CPU_TENSOR_SOURCE)
 
     VALID = (
+        # an array's `size` is a number: it proves no tensor
+        "import torch\ndef noisy(x):\n    return x + torch.randn(x.size, 1)\n"
+        "model = torch.nn.Linear(2, 2).to('cuda:0')",
+        # only a parameter's `is None` test says its callers pass None; a cache's lookup may
+        # always find the tensor
+        "import torch\nfrom torch import nn\nclass Encoder(nn.Module):\n"
+        "    def forward(self, tokens):\n        mask = self.cache.get('mask')\n"
+        "        if mask is None:\n            mask = torch.ones(tokens.shape[1])\n"
+        "        return tokens * mask",
         "import torch\nfrom torch import nn\n"
         "class Tagger(nn.Module):\n"
         "    def __init__(self):\n        super().__init__()\n"
@@ -396,6 +406,24 @@ class MissingDeviceMove(FlowRule):
             6,
             20,
         ),
+        # `x.size(0)` is a tensor's method (an array's `size` is a number)
+        Invalid(
+            "import torch\ndef noisy(x):\n    return x + torch.randn(x.size(0), 1)\n"
+            "def main():\n    print(noisy(torch.ones(4, 1).to('cuda:0')))",
+            3,
+            16,
+            "parameter `x`",
+        ),
+        # the `else` of `is not None`, on a parameter with no default: callers pass None
+        Invalid(
+            "import torch\nfrom torch import nn\nclass Encoder(nn.Module):\n"
+            "    def forward(self, tokens, mask):\n        if mask is not None:\n"
+            "            tokens = tokens * mask.unsqueeze(-1)\n        else:\n"
+            "            mask = torch.ones(tokens.shape[0], tokens.shape[1]).bool()\n"
+            "        return tokens.sum(-1) * mask",
+            8,
+            20,
+        ),
         # a helper hands its caller's CPU data to the model the caller moved
         Invalid(
             "import torch\nfrom torch import nn\ndef score(net, features):\n"
@@ -630,7 +658,7 @@ class MissingDeviceMove(FlowRule):
         ``reported``: the call's arguments already reported (once each, whatever it meets)."""
         flow = self.analysis.flow
         for argument, other in ((mix.first, mix.second), (mix.second, mix.first)):
-            value, partner = flow.value_of(argument), flow.value_of(other)
+            value, partner = iteration_value(flow, argument), iteration_value(flow, other)
             if argument in reported:
                 continue
             if value.is_cpu_tensor() and cannot_meet(value, partner):
