@@ -29,6 +29,7 @@ from devlint.analysis.units import ClassFacts, Env, FunctionNode, Unit
 from devlint.analysis.values import (
     NONE,
     UNKNOWN,
+    Kind,
     Placement,
     Value,
     Where,
@@ -49,6 +50,18 @@ class CallContexts(CallEvaluator):
     _constructions: dict[str, list[Optional[dict[str, Value]]]]
     _call_sites: dict[FunctionNode, list[Optional[dict[str, Value]]]]
     _in_progress: set[FunctionNode]
+    # The module's names as the script has bound them so far (all of them once it has run).
+    script_env: Env
+
+    def global_devices(self) -> Env:
+        """The module's device variables, as bound where a helper is analysed: a helper reads
+        `device` where the script set it (`device = torch.device("cpu")` is the CPU there too,
+        as in the script)."""
+        return {
+            name: value
+            for name, value in self.script_env.items()
+            if value.kind is Kind.DEVICE_OBJECT and "." not in name
+        }
 
     def exec_block(self, statements: Sequence[ast.stmt], env: Env, unit: Unit) -> Optional[Env]:
         raise NotImplementedError
@@ -70,7 +83,7 @@ class CallContexts(CallEvaluator):
         recording, statement, frames = self.recording, self.statement, self.frames
         self.recording, self.frames = False, []  # no caller's context: its values are unknown
         unit = Unit(function)
-        env: Env = {}
+        env = self.global_devices()
         self._bind_parameters(function, unit, env)
         self.exec_block(function.body, env, unit)
         self.recording, self.statement, self.frames = recording, statement, frames
@@ -173,7 +186,7 @@ class CallContexts(CallEvaluator):
         self._in_progress.add(function)
         recording, statement = self.recording, self.statement
         self.recording = False
-        env: Env = {}
+        env = self.global_devices()
         self._bind_parameters(function, unit, env)
         passed = dict(bound)
         # (a decorator may fill in what the call leaves out: `kw.setdefault("device", ...)`)

@@ -133,6 +133,7 @@ class DeviceFlow(CallContexts):
         self.later_values: dict[ast.AST, Value] = {}  # reads after a reset on the CPU
         self.paths = PathCounts()
         self.globals: Env = {}
+        self.script_env: Env = {}
         self.default_device_changed = "set_default_device" in text.source or (
             "set_default_tensor_type" in text.source
         )
@@ -199,6 +200,7 @@ class DeviceFlow(CallContexts):
 
     def _run(self, module: ast.Module) -> None:
         script_env: Env = {}
+        self.script_env = script_env
         self.exec_block(module.body, script_env, Unit(None))
         self.globals = script_env
         functions = [
@@ -658,6 +660,10 @@ class DeviceFlow(CallContexts):
         self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef], env: Env, unit: Unit
     ) -> bool:
         env[node.name] = Value(Kind.CALLABLE)
+        if unit.function is None and node.name in self.functions and type(node) is not ast.ClassDef:
+            # A script (a notebook, most often) that defines a helper again: calls from here
+            # on run the new one.
+            self.functions[node.name] = cast(FunctionNode, node)
         return True
 
     # -- binding -------------------------------------------------------------------------

@@ -21,7 +21,10 @@ class CrossDeviceOp(FlowRule):
     devices: `y + x.cpu()` with `y` on CUDA, `torch.cat([a_cuda, b_cpu])`,
     `a_cuda @ b_cpu`, `total += out` with `total` on the CPU. A CPU operand that
     a torch factory made (`total = torch.zeros(3)`) is reported at the factory,
-    where `device=` goes, once, citing the operations it meets.
+    where `device=` goes, once, citing the first operation it meets. In a loop,
+    a sum kept on a device but reset on the CPU in a branch (`total =
+    torch.zeros(1)` after logging it) is reported at the reset: the next
+    iteration adds to a CPU tensor.
 
     ## Why is this bad?
     PyTorch refuses to mix devices: "Expected all tensors to be on the same
@@ -30,7 +33,9 @@ class CrossDeviceOp(FlowRule):
 
     Python numbers and 0-dim CPU tensors (`torch.tensor(2.0)`, `x.sum()`) may
     legally mix with tensors on any device and are never flagged; neither is an
-    operand whose device is not known.
+    operand whose device is not known. Arithmetic with a CPU tensor of elements
+    (`torch.zeros(3) * rate`) stays on the CPU whatever the other operand is:
+    a tensor on a device there, even a 0-dim one, fails at that line.
 
     ## Example
     ```python
@@ -55,6 +60,11 @@ class CrossDeviceOp(FlowRule):
     required_patterns = (DEVICE_SOURCE, CPU_TENSOR_SOURCE)
 
     VALID = (
+        # a helper reads the module's `device` where the script set it: the CPU, as `w` is
+        "import torch\ndevice = torch.device('cpu')\ndef fake_data(n):\n"
+        "    return torch.rand(n, 1, device=device)\n"
+        "w = torch.rand(1, 1).to(device)\nfor step in range(3):\n"
+        "    y = fake_data(4).mm(w)",
         # a reset that leaves the loop reaches no later iteration; one in a branch before the
         # loop is a path that may never run (paths that merely meet prove nothing)
         "import torch\ndevice = 'cuda:0'\ntotal = torch.zeros(1, device=device)\n"

@@ -71,6 +71,15 @@ class NumpyOnDeviceTensor(FlowRule):
     required_patterns = (DEVICE_SOURCE_OR_TENSOR_TYPE,)
 
     VALID = (
+        # a script that defines a helper again calls the new one from there on
+        "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+        "def fake_data(n):\n    return torch.rand(n, 1, device=device)\n"
+        "def fake_data(n):\n    return torch.rand(n, 1)\n"
+        "print(fake_data(3).numpy())",
+        # the module's `device` is the CPU where the helper runs
+        "import torch\ndevice = torch.device('cpu')\ndef fake_data(n):\n"
+        "    return torch.rand(n, 1, device=device) * 5\n"
+        "print(fake_data(4).squeeze().numpy())",
         # every call in the file passes CPU tensors: the callers' word
         "from typing import List\nimport torch\ndef to_arrays(ts: List[torch.Tensor]):\n"
         "    return [t.numpy() for t in ts]\nout = to_arrays([torch.zeros(2)])",
