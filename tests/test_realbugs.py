@@ -12,6 +12,7 @@ import pytest
 from tests.helpers import REPO_ROOT
 
 sys.path.insert(0, str(REPO_ROOT / "bench" / "realbugs"))
+import score
 from matching import classify, insertions
 from mine import Case, merge, mine, read_cases, write_cases
 from score import (
@@ -355,3 +356,10 @@ def test_the_import_closure_follows_imports_of_imports() -> None:
         "pkg/b.py",
         "pkg/c.py",
     ]
+
+
+def test_the_import_closure_stops_at_its_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(score, "MAX_IMPORTED_FILES", 2)
+    files = frozenset(["a.py", "b.py", "c.py", "d.py"])
+    sources = {"a.py": b"import b\nimport c\nimport d\n"}
+    assert len(import_closure(files, "a.py", sources.get)) == 2

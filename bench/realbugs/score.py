@@ -269,13 +269,15 @@ def import_closure(
     files: frozenset[str], path: str, read: Callable[[str], Optional[bytes]]
 ) -> list[str]:
     """The files ``path`` imports, the files those import, and so on (at most
-    ``MAX_IMPORTED_FILES`` modules): a base class two modules away is what a whole checkout
-    shows the cross-file summaries."""
+    ``MAX_IMPORTED_FILES`` files, markers included): a base class two modules away is what a
+    whole checkout shows the cross-file summaries."""
     wanted: set[str] = set()
     pending = [path]
-    while pending and len(wanted) < MAX_IMPORTED_FILES:
+    while pending:
         current = pending.pop()
         for found in imported_files(files, current, read(current) or b""):
+            if len(wanted) == MAX_IMPORTED_FILES:
+                return sorted(wanted)
             if found not in wanted and found != path:
                 wanted.add(found)
                 if found.endswith(".py"):

@@ -34,7 +34,6 @@ from devlint.analysis.values import (
     Value,
     Where,
     cannot_meet,
-    join,
     join_all,
 )
 
@@ -88,9 +87,7 @@ class CallContexts(CallEvaluator):
         self.exec_block(function.body, env, unit)
         self.recording, self.statement, self.frames = recording, statement, frames
         self._in_progress.discard(function)
-        result = unit.returns[0] if unit.returns else UNKNOWN
-        for other in unit.returns[1:]:
-            result = join(result, other)
+        result = returned(unit)
         if _placed_by_parameter(result, function):
             result = UNKNOWN  # `.to(device)` with the callee's own `device`: the caller's choice
         self._summaries[function] = result
@@ -205,9 +202,7 @@ class CallContexts(CallEvaluator):
             self.frames.pop()
             self.recording, self.statement = recording, statement
             self._in_progress.discard(function)
-        result = unit.returns[0] if unit.returns else UNKNOWN
-        for other in unit.returns[1:]:
-            result = join(result, other)
+        result = returned(unit)
         if _placed_by_parameter(result, function, exempt=passed.keys()):
             result = UNKNOWN
         return result, tuple(frame.findings)
@@ -294,6 +289,13 @@ class CallContexts(CallEvaluator):
                 if joined is not UNKNOWN:
                     context[parameter] = joined
         return context
+
+
+def returned(unit: Unit) -> Value:
+    """What a function returns, its return statements joined. A path's CPU tensor (`reset`)
+    is the function's business only: a caller's loop does not repeat the function's paths."""
+    result = join_all(unit.returns)
+    return replace(result, reset=None) if result.reset is not None else result
 
 
 def _placed_by_parameter(

@@ -30,6 +30,7 @@ from devlint.analysis.contexts import (
     Context,
     Frame,
     InnerFinding,
+    defaults_of,
 )
 from devlint.analysis.docstrings import documented_tensors
 from devlint.analysis.guards import expects_error_in_syntax
@@ -544,15 +545,18 @@ class DeviceFlow(CallContexts):
             with self._silenced_if(available is True):  # `elif` is an `if` in here
                 orelse = self.exec_block(node.orelse, orelse_env, unit)
         self._note_exits(body, orelse)
-        changed = _replace(env, merge(body, orelse))
         omitted = _omitted_parameter(node.test, unit.function)
+        given = env.get(omitted[0]) if omitted is not None else None
+        changed = _replace(env, merge(body, orelse))
         if omitted is not None:
             parameter, when_true = omitted
             branch = body if when_true else orelse
-            if branch is not None and branch.get(parameter, UNKNOWN).is_cpu_tensor():
+            made = branch.get(parameter, UNKNOWN) if branch is not None else UNKNOWN
+            if made is not given and made.is_cpu_tensor():
                 # `if mask is None: mask = torch.ones(...)`: callers that pass no mask take
-                # this path, and on it the value is on the CPU.
-                env[parameter] = branch[parameter]
+                # this path, and on it the value is on the CPU (what the branch made: where it
+                # leaves the parameter alone, it holds what a caller passed).
+                env[parameter] = made
         return changed
 
     @contextmanager
@@ -722,8 +726,9 @@ def _omitted_parameter(
     test: ast.expr, function: Optional[FunctionNode]
 ) -> Optional[tuple[str, bool]]:
     """The parameter ``test`` finds absent, and on which branch: `if mask is None:` (True),
-    `if mask is not None: ... else:` (False). The test is the code's own word that callers
-    pass None, whether `None` is the parameter's default or an argument they write."""
+    `if mask is not None: ... else:` (False), where callers may pass None: `None` is the
+    parameter's default, or its annotation says so (`Optional[Tensor]`, `Tensor | None`). A
+    test of a parameter typed `Tensor` alone is a defensive check, no evidence."""
     if function is None or not isinstance(test, ast.Compare) or len(test.ops) != 1:
         return None
     left, right = test.left, test.comparators[0]
@@ -736,9 +741,27 @@ def _omitted_parameter(
         return None
     arguments = function.args
     parameters = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
-    if not any(parameter.arg == left.id for parameter in parameters):
+    tested = next((parameter for parameter in parameters if parameter.arg == left.id), None)
+    if tested is None:
+        return None
+    default = defaults_of(function).get(left.id)
+    defaults_to_none = isinstance(default, ast.Constant) and default.value is None
+    if not (defaults_to_none or _admits_none(tested.annotation)):
         return None
     return left.id, isinstance(test.ops[0], ast.Is)
+
+
+def _admits_none(annotation: Optional[ast.expr]) -> bool:
+    """`Optional[...]`, `Union[..., None]`, `... | None`, also written as a string."""
+    if annotation is None:
+        return False
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        return "Optional[" in annotation.value or "None" in annotation.value
+    return any(
+        (isinstance(node, ast.Constant) and node.value is None)
+        or (dotted_name(node) or "").rpartition(".")[2] == "Optional"
+        for node in ast.walk(annotation)
+    )
 
 
 def _calls_by_name(module: ast.Module) -> Counter[str]:

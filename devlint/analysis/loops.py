@@ -75,7 +75,10 @@ def later_iteration_value(
     (`total = torch.zeros(1)` in a branch of the body, after `total += loss` on the device
     began the body): the reset tensor. None where the read is not on the body's straight path
     from its start, the body assigned the name before it, or the reset comes from before the
-    loop (a path that merely met the loop's entry, which no later iteration repeats)."""
+    loop (a path that merely met the loop's entry, which no later iteration repeats). Known
+    limit: the branch's condition is not weighed, so a reset that only a last iteration runs
+    (`if step == steps - 1:`), or that a later branch with the same condition moves back,
+    reads the same."""
     if not frames:
         return None
     frame = frames[-1]

@@ -159,7 +159,7 @@ def _size_called(call: ast.Call) -> Optional[str]:
     code calls, so only a tensor's is."""
     func = call.func
     if isinstance(func, ast.Attribute) and func.attr == "size" and isinstance(func.value, ast.Name):
-        return func.value.id
+        return func.value.id if func.value.id != "self" else None
     return None
 
 

@@ -424,7 +424,7 @@ def _rebound_in_place(
         for name, assigned in values.items()
         if name in candidates
         and len(assigned) == bindings[name]
-        and all(_keeps(value, name, qualified, values) for value in assigned)
+        and all(_keeps(value, name, qualified, values, bindings) for value in assigned)
     }
 
 
@@ -448,29 +448,35 @@ def _keeps(
     name: str,
     qualified: Callable[[ast.AST], str],
     values: Mapping[str, list[ast.expr]],
+    bindings: Counter[str],
 ) -> bool:
     """Whether ``value`` is parameter ``name``'s tensor, where it was (see `_parameters_in`),
     or a torch function's result on it (`F.pad(x, p)`, `torch.flip(x, [0])`, `torch.cat((x[...,
     :r], zeros))`: joined with it, if the call succeeds). ``values``: what each local is
-    assigned (`head = x[..., :r]`, once, stands for `x`)."""
+    assigned, ``bindings``: how often anything binds it (`head = x[..., :r]`, its only
+    binding, stands for `x`)."""
     if _parameters_in(value, {name: name}) == {name}:
         return True
     if not isinstance(value, ast.Call) or not _may_be_functional(value.func):
         return False
     called = qualified(value.func)
     if called in _JOINING and value.args and isinstance(value.args[0], (ast.List, ast.Tuple)):
-        return any(_holds(item, name, values) for item in value.args[0].elts)
+        return any(_holds(item, name, values, bindings) for item in value.args[0].elts)
     reduces = called.rpartition(".")[2] in REDUCTIONS  # `torch.sum(x)` may be 0-dim: it mixes
     keeping = not reduces and (called in KEEPING_FUNCTIONS or combines_operands(called))
     first = value.args[0] if value.args else keyword_value(value, "input")
     return keeping and first is not None and _parameters_in(first, {name: name}) == {name}
 
 
-def _holds(item: ast.expr, name: str, values: Mapping[str, list[ast.expr]]) -> bool:
-    """Whether ``item`` is parameter ``name``'s tensor, or a local assigned it once."""
+def _holds(
+    item: ast.expr, name: str, values: Mapping[str, list[ast.expr]], bindings: Counter[str]
+) -> bool:
+    """Whether ``item`` is parameter ``name``'s tensor, or a local bound once, to it."""
     if _parameters_in(item, {name: name}) == {name}:
         return True
-    assigned = values.get(item.id, []) if isinstance(item, ast.Name) else []
+    if not isinstance(item, ast.Name) or bindings[item.id] != 1:
+        return False
+    assigned = values.get(item.id, [])
     return len(assigned) == 1 and _parameters_in(assigned[0], {name: name}) == {name}
 
 

@@ -144,16 +144,27 @@ def _read_call(call: ast.Call, facts: UnitFacts) -> None:
     func = call.func
     if isinstance(func, ast.Name):
         facts.called.add(func.id)
-    elif isinstance(func, ast.Attribute) and func.attr == "size" and type(func.value) is ast.Name:
-        facts.tensor_names.add(func.value.id)  # `x.size(0)`: an array's `size` is no method
     elif (
         isinstance(func, ast.Attribute) and type(func.value) is ast.Name and func.value.id == "self"
     ):
         facts.called.add("self." + func.attr)
+    if _size_called(func):
+        facts.tensor_names.add(func.value.id)  # type: ignore[attr-defined]
     if isinstance(func, ast.Attribute) and (
         func.attr == "numpy" or _root_name(func) in _NUMPY_NAMES
     ):
         facts.numpy_call = True  # `.numpy()`, or a numpy function such as `np.mean(t)`
+
+
+def _size_called(func: ast.expr) -> bool:
+    """`x.size(0)`: an array's `size` is a number, so only a tensor's is called (`self.size(3)`
+    is a method of the class)."""
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr == "size"
+        and type(func.value) is ast.Name
+        and func.value.id != "self"
+    )
 
 
 _NUMPY_NAMES = frozenset({"np", "numpy"})

@@ -120,8 +120,10 @@ def join(first: Value, second: Value) -> Value:
     tensor made on the CPU on either path is remembered as its ``reset``."""
     if first is second:
         return first
-    reset = first.reset or second.reset or _cpu_path(first, second) or _cpu_path(second, first)
     joined = _join(first, second)
+    if joined.kind is not Kind.TENSOR:
+        return joined  # (`UNKNOWN` stays the one unknown value the analysis tests for)
+    reset = first.reset or second.reset or _cpu_path(first, second) or _cpu_path(second, first)
     return joined if joined.reset is reset else replace(joined, reset=reset)
 
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
 
 from devlint.analysis.operations import Citations, Mismatch, cpu_factory, find_mismatch, operands
 from devlint.analysis.prefilter import CPU_TENSOR_SOURCE, DEVICE_SOURCE
@@ -60,6 +60,16 @@ class CrossDeviceOp(FlowRule):
     required_patterns = (DEVICE_SOURCE, CPU_TENSOR_SOURCE)
 
     VALID = (
+        # a helper's CPU path (`device` left at None) is not a path the caller's loop repeats
+        "import torch\ndef init_state(n, device=None):\n    if device is None:\n"
+        "        return torch.zeros(n, 8)\n    return torch.zeros(n, 8, device=device)\n"
+        "def run(loader, n):\n    device = torch.device('cuda:0')\n"
+        "    state = torch.zeros(n, 8, device=device)\n    for inputs in loader:\n"
+        "        state = state + inputs.to(device)\n        state = init_state(n, device)",
+        # a read in a branch of the body may not run after the reset (left silent)
+        "import torch\ndevice = 'cuda:0'\ntotal = torch.zeros(1, device=device)\n"
+        "for step in range(9):\n    if step > 2:\n        total += torch.ones(1, device=device)\n"
+        "    if step % 3 == 0:\n        total = torch.zeros(1)",
         # a helper reads the module's `device` where the script set it: the CPU, as `w` is
         "import torch\ndevice = torch.device('cpu')\ndef fake_data(n):\n"
         "    return torch.rand(n, 1, device=device)\n"
@@ -148,6 +158,16 @@ class CrossDeviceOp(FlowRule):
             9,
             "line 4 mixes",
         ),
+        # cited: the first operation of the factory's own function (the helper's runs later)
+        Invalid(
+            "import torch\ndevice = 'cuda:0'\ndef helper(t):\n"
+            "    return t + torch.ones(3, device=device)\ndef main():\n"
+            "    t = torch.zeros(3)\n    u = t * torch.ones(3, device=device)\n"
+            "    return helper(t), u",
+            6,
+            9,
+            "line 7 mixes",
+        ),
         # a sum on the device, reset on the CPU in a logging branch: the next iteration adds
         Invalid(
             "import torch\ndevice = 'cuda:0'\ntotal = torch.zeros(1, device=device)\n"
@@ -224,9 +244,11 @@ class CrossDeviceOp(FlowRule):
 
     def begin_analysis(self, analysis: FlowContext) -> None:
         super().begin_analysis(analysis)
-        # Per factory, the report citing the first line its tensor meets a device: callers are
-        # analysed before their helpers, so a helper's own line may come after a caller's.
+        # Per factory, one report: citing the first operation of the factory's own function
+        # its tensor meets a device (callers are analysed before their helpers, so a caller's
+        # line may come first where the helper's own line fails first), or else the first met.
         self._factory_reports: dict[ast.Call, _FactoryReport] = {}
+        self._function_spans: Optional[list[tuple[int, int, ast.AST]]] = None
 
     def end_file(self) -> None:
         if self._analysis is not None:  # (a file the flow did not run on has no reports)
@@ -291,8 +313,9 @@ class CrossDeviceOp(FlowRule):
         if self.analysis.expects_failure():  # (inside `pytest.raises` it is meant)
             return
         line = getattr(node, "lineno", 0)
+        own = self._function_at(line) is self._function_at(factory.lineno)
         known = self._factory_reports.get(factory)
-        if known is not None and known.line <= line:
+        if known is not None and not (own and (not known.own or line < known.line)):
             return
         citations = Citations()
         operation_line = citations.line_of(node)
@@ -308,12 +331,31 @@ class CrossDeviceOp(FlowRule):
             "with `device=`"
         )
         statement = self.analysis.statement_of(factory) or factory
-        self._factory_reports[factory] = _FactoryReport(line, message, citations.cited(), statement)
+        self._factory_reports[factory] = _FactoryReport(
+            line, own, message, citations.cited(), statement
+        )
+
+    def _function_at(self, line: int) -> Optional[ast.AST]:
+        """The innermost function whose code spans ``line`` (None: the module's script)."""
+        if self._function_spans is None:
+            self._function_spans = sorted(
+                (node.lineno, node.end_lineno or node.lineno, node)
+                for node in ast.walk(self.analysis.tree)
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            )
+        found: Optional[ast.AST] = None
+        for start, end, function in self._function_spans:
+            if start > line:
+                break
+            if line <= end:
+                found = function  # (sorted by start: a nested one comes later)
+        return found
 
 
 @dataclass(frozen=True)
 class _FactoryReport:
     line: int  # of the operation the message cites
+    own: bool  # the operation is in the factory's own function
     message: str
     cited: tuple[ast.AST, ...]
     statement: ast.AST

@@ -105,6 +105,16 @@ class MissingDeviceMove(FlowRule):
     required_patterns = (DEVICE_OR_INPUT_SOURCE, CPU_TENSOR_SOURCE)
 
     VALID = (
+        # the None branch leaves a caller's mask alone: it holds what the caller passed
+        "import torch\ndevice = 'cuda:0'\ndef apply(x, mask=None):\n"
+        "    if mask is not None:\n        mask = mask.to(x.device)\n    return x * mask\n"
+        "def main():\n    return apply(torch.randn(3, device=device), torch.ones(3))",
+        # a test of a parameter typed `Tensor` alone is a defensive check: no evidence that
+        # callers pass None
+        "import torch\nfrom torch import nn\nclass Attention(nn.Module):\n"
+        "    def forward(self, hidden: torch.Tensor, mask: torch.Tensor):\n"
+        "        if mask is None:\n            mask = torch.ones(hidden.shape[:2])\n"
+        "        return hidden * mask.unsqueeze(-1)",
         # an array's `size` is a number: it proves no tensor
         "import torch\ndef noisy(x):\n    return x + torch.randn(x.size, 1)\n"
         "model = torch.nn.Linear(2, 2).to('cuda:0')",
@@ -414,10 +424,11 @@ class MissingDeviceMove(FlowRule):
             16,
             "parameter `x`",
         ),
-        # the `else` of `is not None`, on a parameter with no default: callers pass None
+        # the `else` of `is not None`, on a parameter typed to take None (no default)
         Invalid(
             "import torch\nfrom torch import nn\nclass Encoder(nn.Module):\n"
-            "    def forward(self, tokens, mask):\n        if mask is not None:\n"
+            "    def forward(self, tokens, mask: 'torch.Tensor | None'):\n"
+            "        if mask is not None:\n"
             "            tokens = tokens * mask.unsqueeze(-1)\n        else:\n"
             "            mask = torch.ones(tokens.shape[0], tokens.shape[1]).bool()\n"
             "        return tokens.sum(-1) * mask",
