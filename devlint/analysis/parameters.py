@@ -114,7 +114,7 @@ def names_used_as_tensors(function: FunctionNode) -> set[str]:
             and isinstance(node.value, ast.Name)
         ):
             uses.append((node.value.id, node.lineno))
-        elif isinstance(node, ast.Call) and (sized := _size_called(node)) is not None:
+        elif isinstance(node, ast.Call) and (sized := size_called(node)) is not None:
             uses.append((sized, node.lineno))
     return {name for name, line in uses if line <= first_store.get(name, line)}
 
@@ -154,9 +154,9 @@ def names_on_a_device(function: FunctionNode) -> dict[str, ast.Attribute]:
     return {name: read for name, read in reads.items() if name in kept}
 
 
-def _size_called(call: ast.Call) -> Optional[str]:
+def size_called(call: ast.Call) -> Optional[str]:
     """The name `x.size(0)` calls `size` of: a numpy array's `size` is a number, which no
-    code calls, so only a tensor's is."""
+    code calls, so only a tensor's is (`self.size(3)` is a method of the class)."""
     func = call.func
     if isinstance(func, ast.Attribute) and func.attr == "size" and isinstance(func.value, ast.Name):
         return func.value.id if func.value.id != "self" else None

@@ -23,7 +23,12 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from devlint.analysis.contexts import none_defaulted
-from devlint.analysis.parameters import TENSOR_ONLY_ATTRIBUTES, FunctionNode, tensor_parameters
+from devlint.analysis.parameters import (
+    TENSOR_ONLY_ATTRIBUTES,
+    FunctionNode,
+    size_called,
+    tensor_parameters,
+)
 from devlint.analysis.prefilter import LOADER_NAME
 from devlint.analysis.syntax import CHILD_FIELDS, child_fields, has_arguments
 from devlint.analysis.torch_api import DEVICE_MOVES, FACTORY_NAMES
@@ -148,23 +153,13 @@ def _read_call(call: ast.Call, facts: UnitFacts) -> None:
         isinstance(func, ast.Attribute) and type(func.value) is ast.Name and func.value.id == "self"
     ):
         facts.called.add("self." + func.attr)
-    if _size_called(func):
-        facts.tensor_names.add(func.value.id)  # type: ignore[attr-defined]
+    sized = size_called(call)
+    if sized is not None:
+        facts.tensor_names.add(sized)
     if isinstance(func, ast.Attribute) and (
         func.attr == "numpy" or _root_name(func) in _NUMPY_NAMES
     ):
         facts.numpy_call = True  # `.numpy()`, or a numpy function such as `np.mean(t)`
-
-
-def _size_called(func: ast.expr) -> bool:
-    """`x.size(0)`: an array's `size` is a number, so only a tensor's is called (`self.size(3)`
-    is a method of the class)."""
-    return (
-        isinstance(func, ast.Attribute)
-        and func.attr == "size"
-        and type(func.value) is ast.Name
-        and func.value.id != "self"
-    )
 
 
 _NUMPY_NAMES = frozenset({"np", "numpy"})

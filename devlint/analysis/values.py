@@ -129,7 +129,7 @@ def join(first: Value, second: Value) -> Value:
 
 def _cpu_path(made: Value, other: Value) -> Optional[Value]:
     """``made``, where a factory made it on the CPU and ``other`` is a tensor elsewhere."""
-    if not (made.is_cpu_tensor() and made_by_factory(made)):
+    if not _cpu_made(made):
         return None
     elsewhere = other.where in (Where.DEVICE, Where.INPUT, Where.MAYBE_DEVICE)
     return made if other.kind is Kind.TENSOR and elsewhere else None
