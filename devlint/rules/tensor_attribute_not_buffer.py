@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Callable, Optional, Union
 
 from devlint.analysis.prefilter import FORWARD_METHOD, SELF_FACTORY_ASSIGNMENT
@@ -136,6 +136,15 @@ class TensorAttributeNotBuffer(FlowRule):
         "import torch\nfrom torch import nn\nclass Empty(nn.Module):\n"
         "    def __init__(self):\n        super().__init__()\n        self.p = torch.rand(3, 3)\n"
         "    def forward(self, *args, **kwargs):\n        return {'loss': self.p.sum()}",
+        # an item of a vector of numbers, taken by a loop's counter: a 0-dim tensor, which
+        # mixes with tensors on any device as a number does
+        "import torch\nfrom torch import nn\nclass MultiScale(nn.Module):\n"
+        "    def __init__(self, n):\n        super().__init__()\n"
+        "        self.weights = torch.FloatTensor([0.32 / 2**s for s in range(n)])\n"
+        "    def forward(self, outputs, target):\n        loss = 0\n"
+        "        for i, out in enumerate(outputs):\n"
+        "            loss += self.weights[i] * (out - target).abs().mean()\n"
+        "        return loss",
     )
     INVALID = (
         Invalid(
@@ -196,6 +205,27 @@ class TensorAttributeNotBuffer(FlowRule):
             9,
             "`self.mask` is a plain tensor",
         ),
+        # the whole vector, or an item taken by an index that may be a tensor
+        Invalid(
+            "import torch\nfrom torch import nn\nclass MultiScale(nn.Module):\n"
+            "    def __init__(self, n):\n        super().__init__()\n"
+            "        self.weights = torch.FloatTensor([0.32 / 2**s for s in range(n)])\n"
+            "    def forward(self, losses, level):\n"
+            "        return (self.weights[level] * losses).sum()",
+            6,
+            9,
+        ),
+        Invalid(
+            "import torch\nfrom torch import nn\nclass MultiScale(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n"
+            "        self.weights = torch.tensor([0.5, 0.25])\n"
+            "    def forward(self, losses):\n        total = 0\n"
+            "        for i in range(2):\n            total += self.weights[i] * losses[i]\n"
+            "        return total + (self.weights * losses).sum()",
+            6,
+            9,
+            "(line 11)",
+        ),
     )
 
     @classmethod
@@ -226,7 +256,10 @@ class TensorAttributeNotBuffer(FlowRule):
         for assignment, attribute in self._plain_tensor_attributes(init):
             if attribute in reassigned or attribute in moved_in_init:
                 continue
-            use = _first_plain_use(run_by_forward, attribute, self._is_torch_call)
+            items_are_numbers = _flat_vector(assignment.value)
+            use = _first_plain_use(
+                run_by_forward, attribute, self._is_torch_call, items_are_numbers
+            )
             if use is not None:
                 self.report(
                     assignment,
@@ -388,19 +421,84 @@ def _first_plain_use(
     run_by_forward: Sequence[FunctionNode],
     attribute: str,
     is_torch_call: Callable[[ast.Call], bool],
+    items_are_numbers: bool,
 ) -> Optional[ast.Attribute]:
     """The first read of `self.<attribute>` in ``run_by_forward`` (`forward` first) that does
     not adapt it (`self.x.to(...)` does) and is not handed to a helper of the project, which may
-    move it (`add_tokens(x, self.x)`)."""
+    move it (`add_tokens(x, self.x)`). Where the attribute is a vector of numbers, an item of
+    it taken by an integer index in arithmetic (`self.weights[i] * loss`) is a 0-dim tensor,
+    which PyTorch mixes with tensors on any device, as a number."""
     for function in run_by_forward:
         use = _first_plain_use_in(function, attribute, is_torch_call)
+        if items_are_numbers and use is not None:
+            use = _first_plain_use_in(
+                function, attribute, is_torch_call, _number_items(function, attribute)
+            )
         if use is not None:
             return use
     return None
 
 
+def _flat_vector(value: ast.expr) -> bool:
+    """`torch.FloatTensor([w / 2**s for s in scales])`, `torch.tensor([0.5, 0.25])`: a
+    one-dimensional tensor of numbers, written as one flat list."""
+    if not isinstance(value, ast.Call) or len(value.args) != 1 or value.keywords:
+        return False
+    written = value.args[0]
+    nested = (ast.List, ast.Tuple, ast.ListComp)
+    if isinstance(written, ast.ListComp):
+        return not isinstance(written.elt, nested)
+    return isinstance(written, ast.List) and not any(isinstance(e, nested) for e in written.elts)
+
+
+def _number_items(function: FunctionNode, attribute: str) -> set[int]:
+    """The reads `self.<attribute>[i]` in ``function`` that are operands of arithmetic, where
+    `i` is an integer literal or a loop's counter (`for i in range(...)`, `for i, _ in
+    enumerate(...)`)."""
+    counters = _loop_counters(function)
+    found: set[int] = set()
+    for node in nodes_below(function):
+        if not isinstance(node, ast.BinOp):
+            continue
+        for side in (node.left, node.right):
+            if (
+                not isinstance(side, ast.Subscript)
+                or dotted_name(side.value) != f"self.{attribute}"
+            ):
+                continue
+            index = side.slice
+            integer = isinstance(index, ast.Constant) and type(index.value) is int
+            if integer or (isinstance(index, ast.Name) and index.id in counters):
+                found.add(id(side.value))
+    return found
+
+
+def _loop_counters(function: FunctionNode) -> set[str]:
+    """Names `for` loops of ``function`` bind to integers: `for i in range(n)`, `for i, x in
+    enumerate(xs)`, and bind nowhere else."""
+    counters: set[str] = set()
+    stored: dict[str, int] = {}
+    for node in nodes_below(function):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            stored[node.id] = stored.get(node.id, 0) + 1
+        if not (isinstance(node, ast.For) and isinstance(node.iter, ast.Call)):
+            continue
+        looped = dotted_name(node.iter.func)
+        target = node.target
+        if looped == "range" and isinstance(target, ast.Name):
+            counters.add(target.id)
+        elif looped == "enumerate" and isinstance(target, ast.Tuple) and target.elts:
+            first = target.elts[0]
+            if isinstance(first, ast.Name):
+                counters.add(first.id)
+    return {name for name in counters if stored.get(name) == 1}
+
+
 def _first_plain_use_in(
-    forward: FunctionNode, attribute: str, is_torch_call: Callable[[ast.Call], bool]
+    forward: FunctionNode,
+    attribute: str,
+    is_torch_call: Callable[[ast.Call], bool],
+    number_items: Collection[int] = (),
 ) -> Optional[ast.Attribute]:
     nodes = [node for statement in forward.body for node in nodes_below(statement)]
     calls = [node for node in nodes if isinstance(node, ast.Call)]
@@ -426,7 +524,7 @@ def _first_plain_use_in(
         if isinstance(node, ast.Assign)
         and all(isinstance(target, ast.Subscript) for target in node.targets)
     }
-    skipped = adapted | handed_over | harmless
+    skipped = adapted | handed_over | harmless | set(number_items)
     uses = [
         node
         for node in nodes
