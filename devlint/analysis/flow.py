@@ -155,6 +155,7 @@ class DeviceFlow(CallContexts):
         self._constructions: dict[str, list[Optional[dict[str, Value]]]] = {}
         # What each recorded call of a helper of the file bound to its parameters, in order.
         self._call_sites: dict[FunctionNode, list[Optional[dict[str, Value]]]] = {}
+        self._feeding_methods: set[FunctionNode] = set()  # see `_called_by_methods_only`
         self._in_progress: set[FunctionNode] = set()
         # What each plain class's `__init__` leaves in `self` attributes no other method changes.
         self._class_attributes: dict[str, Env] = {}
@@ -211,14 +212,52 @@ class DeviceFlow(CallContexts):
         ]
         callees = _call_graph(functions)
         contracts = {function: self._tensor_parameters(function, ()) for function in functions}
+        # A helper only the classes' methods call runs after them, to take their word.
+        later = self._called_by_methods_only(functions, callees)
         for function in _callers_first(functions, callees):
-            placed = self._placed_by_callers(function)
-            unit = Unit(function, tensor_parameters=contracts[function] - placed.keys())
-            # A caller of a helper taking tensors runs for its calls, the helper's evidence.
-            feeds = any(contracts[callee] for callee in callees[function])
-            self._analyze(function, unit, {}, feeds, context=placed)
+            if function not in later:
+                self._analyze_function(function, contracts, callees)
         for name, facts in self.classes.items():
             self._analyze_class(name, facts)
+        for function in later:
+            self._analyze_function(function, contracts, callees)
+
+    def _analyze_function(
+        self,
+        function: FunctionNode,
+        contracts: dict[FunctionNode, frozenset[str]],
+        callees: dict[FunctionNode, set[FunctionNode]],
+    ) -> None:
+        placed = self._placed_by_callers(function)
+        unit = Unit(function, tensor_parameters=contracts[function] - placed.keys())
+        # A caller of a helper taking tensors runs for its calls, the helper's evidence.
+        feeds = any(contracts[callee] for callee in callees[function])
+        self._analyze(function, unit, {}, feeds, context=placed)
+
+    def _called_by_methods_only(
+        self, functions: list[FunctionNode], callees: dict[FunctionNode, set[FunctionNode]]
+    ) -> list[FunctionNode]:
+        """The module's functions that call none of its functions and are called, each time
+        the file calls them, from a method of one of its classes."""
+        by_methods: Counter[str] = Counter()
+        callers: dict[str, list[FunctionNode]] = {}
+        for facts in self.classes.values():
+            for method in facts.methods.values():
+                for node in nodes_below(method):
+                    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                        by_methods[node.func.id] += 1
+                        callers.setdefault(node.func.id, []).append(method)
+        written = self._calls_written()
+        later = [
+            function
+            for function in functions
+            if not callees[function]
+            and by_methods[function.name]
+            and by_methods[function.name] == written[function.name]
+        ]
+        # Their callers run even where they could report nothing: their calls are the evidence.
+        self._feeding_methods = {method for f in later for method in callers[f.name]}
+        return later
 
     def _analyze_class(self, name: str, facts: ClassFacts) -> None:
         module_class = self.is_module_class(name)
@@ -272,7 +311,7 @@ class DeviceFlow(CallContexts):
                     numbers=numbers,
                     tensors=tensors,
                 )
-                self._analyze(method, unit, attributes)
+                self._analyze(method, unit, attributes, method in self._feeding_methods)
 
     def _analyze(
         self,
@@ -768,7 +807,7 @@ def _calls_by_name(module: ast.Module) -> Counter[str]:
     """How many calls of each plain name (`helper(...)`, `Trainer(...)`) the file writes."""
     return Counter(
         node.func.id
-        for node in ast.walk(module)
+        for node in nodes_below(module)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
     )
 
@@ -917,7 +956,7 @@ def _call_graph(functions: list[FunctionNode]) -> dict[FunctionNode, set[Functio
     return {
         function: {
             by_name[node.func.id]
-            for node in ast.walk(function)
+            for node in nodes_below(function)
             if isinstance(node, ast.Call)
             and isinstance(node.func, ast.Name)
             and by_name.get(node.func.id, function) is not function

@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Optional
 
-from devlint.analysis.syntax import dotted_name, keyword_value, statement_blocks
+from devlint.analysis.syntax import dotted_name, keyword_value, nodes_below, statement_blocks
 
 _MOVES = frozenset({"to", "cuda"})
 # How far after the assignment the move may come: `x, y = helper(x)` then `x, y = x.to(d), y.to(d)`.
@@ -27,7 +27,7 @@ def helpers_moved_by_callers(module: ast.Module) -> frozenset[str]:
     """The keys (`helper`, `self.helper`) of the helpers whose every call is moved."""
     calls: Counter[str] = Counter()
     moved: Counter[str] = Counter()
-    for node in ast.walk(module):
+    for node in nodes_below(module):
         if isinstance(node, ast.Call):
             key = _helper_key(node)
             if key is not None:
@@ -102,7 +102,7 @@ def _moves_any(statement: ast.stmt, names: set[str]) -> bool:
     """A plain statement that moves one of ``names`` (not one that may not run: an `if`)."""
     if not isinstance(statement, (ast.Assign, ast.Expr, ast.AnnAssign, ast.Return)):
         return False
-    for node in ast.walk(statement):
+    for node in nodes_below(statement):
         if isinstance(node, ast.Call):
             receiver = _moved_receiver(node)
             if isinstance(receiver, ast.Name) and receiver.id in names:

@@ -23,7 +23,7 @@ from typing import Optional, Union
 
 from devlint.analysis.contexts import defaults_of
 from devlint.analysis.names import ImportMap
-from devlint.analysis.syntax import dotted_name
+from devlint.analysis.syntax import dotted_name, nodes_below
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 
@@ -104,7 +104,7 @@ def names_used_as_tensors(function: FunctionNode) -> set[str]:
     anything is assigned to them (`img = torch.from_numpy(img)` makes a new tensor of an array)."""
     first_store: dict[str, int] = {}
     uses: list[tuple[str, int]] = []
-    for node in ast.walk(function):
+    for node in nodes_below(function):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             line = first_store.get(node.id, node.lineno)
             first_store[node.id] = min(line, node.lineno)
@@ -129,7 +129,7 @@ def names_on_a_device(function: FunctionNode) -> dict[str, ast.Attribute]:
     reads: dict[str, ast.Attribute] = {}
     tensors: set[str] = set()
     tested: set[str] = set()
-    for node in ast.walk(function):
+    for node in nodes_below(function):
         if isinstance(node, (ast.If, ast.IfExp, ast.While)):  # an `assert` proves, not tests
             tested.update(
                 name
@@ -289,7 +289,7 @@ def changed_parameters(function: FunctionNode) -> frozenset[str]:
     names = {p.arg for p in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)}
     keys = _container_keys(function)
     changed: set[str] = set()
-    for node in ast.walk(function):
+    for node in nodes_below(function):
         if isinstance(node, (ast.Assign, ast.Delete)):
             targets = node.targets
         elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
@@ -332,7 +332,7 @@ def _container_keys(function: FunctionNode) -> set[tuple[str, str]]:
     """(key, container) for each loop drawing its keys from a container: `for key in batch`,
     `batch.keys()`, `batch.items()`, `enumerate(batch)`, `range(len(batch))`."""
     keys: set[tuple[str, str]] = set()
-    for loop in ast.walk(function):
+    for loop in nodes_below(function):
         if not isinstance(loop, (ast.For, ast.AsyncFor)):
             continue
         drawn = _keys_drawn(loop.iter)
@@ -402,7 +402,7 @@ def numeric_parameters(function: FunctionNode, names: ImportMap) -> frozenset[st
         for name, default in defaults_of(function).items()
         if isinstance(default, ast.Constant) and type(default.value) in (int, float)
     )
-    for node in ast.walk(function):
+    for node in nodes_below(function):
         if isinstance(node, ast.Call) and _takes_sizes(node, names):
             for argument in node.args:
                 parts = argument.elts if isinstance(argument, ast.Tuple) else [argument]

@@ -6,7 +6,7 @@ from devlint.analysis.calls import converts_dtype
 from devlint.analysis.operations import Citations
 from devlint.analysis.syntax_screen import SyntaxFacts
 from devlint.analysis.torch_api import DEVICE_MOVES
-from devlint.analysis.values import Kind, Value, Where
+from devlint.analysis.values import Kind, Where
 from devlint.context import NodeEdit, RawFix
 from devlint.diagnostics import Applicability
 from devlint.rules.base import FlowRule, Invalid
@@ -69,11 +69,6 @@ class DiscardedDeviceMove(FlowRule):
         "for model, x in pairs:\n    x = x.to(dev)\n    model.to(dev)\n    model(x)",
         "for net, x in pairs:\n    x = x.to(dev)\n    net.to(dev)",
         "for a, b in pairs:\n    a.to(dev)\n    b.to(dev)",
-        # a move to where the tensor already is changes nothing
-        "import torch\nx = torch.zeros(3)\nx.cpu()",
-        "import torch\nx = torch.zeros(3, device=dev)\nx.to(dev)",
-        "import torch\ndef run(model, n):\n    noise = torch.randn(n, device=model.device)\n"
-        "    noise.to(model.device)\n    return model(noise)",
     )
     INVALID = (
         Invalid(
@@ -132,8 +127,6 @@ class DiscardedDeviceMove(FlowRule):
         receiver = self.analysis.flow.value_of(call.func.value)
         if receiver.kind is not Kind.TENSOR:
             return
-        if self._already_there(call, receiver):
-            return
         name = self.analysis.source_of(call.func.value)
         citations = Citations()
         if converts_dtype(call, self.analysis.names):
@@ -155,14 +148,3 @@ class DiscardedDeviceMove(FlowRule):
             citations.cited(),
             fix,
         )
-
-    def _already_there(self, call: ast.Call, receiver: Value) -> bool:
-        """A move to where the tensor already is (`x.cpu()` of a CPU tensor, `noise.to(d)` of
-        one made with `device=d`, `.to(x.device)` of one made on the input's device) changes
-        nothing, whether its result is kept or not."""
-        if receiver.where not in (Where.CPU, Where.DEVICE, Where.INPUT):
-            return False
-        if converts_dtype(call, self.analysis.names):
-            return False
-        moved = self.analysis.flow.value_of(call)
-        return moved.placement.same_place(receiver.placement)

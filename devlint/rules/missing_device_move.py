@@ -105,6 +105,12 @@ class MissingDeviceMove(FlowRule):
     required_patterns = (DEVICE_OR_INPUT_SOURCE, CPU_TENSOR_SOURCE)
 
     VALID = (
+        # a helper only a method calls, with data it moved to the CPU, takes the method's word
+        "import torch\nfrom torch import nn\ndef peaks(hm: torch.Tensor):\n"
+        "    offsets = torch.FloatTensor([0.25, 0.25])\n"
+        "    return hm.flatten(1)[:, :2] + offsets\n"
+        "class Detector(nn.Module):\n    def forward(self, x):\n        return x\n"
+        "    def landmarks(self, x):\n        return peaks(self(x).cpu())",
         # the None branch leaves a caller's mask alone: it holds what the caller passed
         "import torch\ndevice = 'cuda:0'\ndef apply(x, mask=None):\n"
         "    if mask is not None:\n        mask = mask.to(x.device)\n    return x * mask\n"
@@ -274,6 +280,17 @@ class MissingDeviceMove(FlowRule):
     )
 
     INVALID = (
+        # the same helper, given the module's output where it is
+        Invalid(
+            "import torch\nfrom torch import nn\ndef peaks(hm: torch.Tensor):\n"
+            "    offsets = torch.FloatTensor([0.25, 0.25])\n"
+            "    return hm.flatten(1)[:, :2] + offsets\n"
+            "class Detector(nn.Module):\n    def forward(self, x):\n        return x\n"
+            "    def landmarks(self, x):\n        return peaks(self(x))",
+            4,
+            15,
+            "on the caller's device (parameter `hm`)",
+        ),
         # a cast is no move: what the helper returns stays where it was made
         Invalid(
             "import torch\ndef add_noise(x: torch.Tensor):\n"
