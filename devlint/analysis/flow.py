@@ -237,8 +237,9 @@ class DeviceFlow(CallContexts):
     def _called_by_methods_only(
         self, functions: list[FunctionNode], callees: dict[FunctionNode, set[FunctionNode]]
     ) -> list[FunctionNode]:
-        """The module's functions that call none of its functions and are called, each time
-        the file calls them, from a method of one of its classes."""
+        """The module's functions that call none of its functions or classes (a class's
+        construction sites must be met before the class runs) and are called, each time the
+        file names them, from a method of one of its classes."""
         by_methods: Counter[str] = Counter()
         callers: dict[str, list[FunctionNode]] = {}
         for facts in self.classes.values():
@@ -248,12 +249,19 @@ class DeviceFlow(CallContexts):
                         by_methods[node.func.id] += 1
                         callers.setdefault(node.func.id, []).append(method)
         written = self._calls_written()
+        named = Counter(
+            node.id
+            for node in nodes_below(self._module)
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+        )
         later = [
             function
             for function in functions
             if not callees[function]
+            and not _constructs(function, self.classes.keys())
             and by_methods[function.name]
-            and by_methods[function.name] == written[function.name]
+            # every mention a call (not `self.post = helper`, run on other data)
+            and by_methods[function.name] == written[function.name] == named[function.name]
         ]
         # Their callers run even where they could report nothing: their calls are the evidence.
         self._feeding_methods = {method for f in later for method in callers[f.name]}
@@ -800,6 +808,14 @@ def _admits_none(annotation: Optional[ast.expr]) -> bool:
         (isinstance(node, ast.Constant) and node.value is None)
         or (dotted_name(node) or "").rpartition(".")[2] == "Optional"
         for node in ast.walk(annotation)
+    )
+
+
+def _constructs(function: FunctionNode, classes: Collection[str]) -> bool:
+    """Whether ``function`` calls one of ``classes`` by name."""
+    return any(
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in classes
+        for node in nodes_below(function)
     )
 
 

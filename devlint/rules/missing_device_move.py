@@ -280,6 +280,18 @@ class MissingDeviceMove(FlowRule):
     )
 
     INVALID = (
+        # the same helper, also kept to run on the module's output
+        Invalid(
+            "import torch\nfrom torch import nn\ndef peaks(hm: torch.Tensor):\n"
+            "    offsets = torch.FloatTensor([0.25, 0.25])\n"
+            "    return hm.flatten(1)[:, :2] + offsets\n"
+            "class Detector(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.post = peaks\n"
+            "    def forward(self, x):\n        return self.post(x)\n"
+            "    def landmarks(self, x):\n        return peaks(self(x).cpu())",
+            4,
+            15,
+        ),
         # the same helper, given the module's output where it is
         Invalid(
             "import torch\nfrom torch import nn\ndef peaks(hm: torch.Tensor):\n"

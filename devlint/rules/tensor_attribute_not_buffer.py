@@ -4,6 +4,7 @@ import ast
 from collections.abc import Collection, Mapping, Sequence
 from typing import Callable, Optional, Union
 
+from devlint.analysis.contexts import defaults_of
 from devlint.analysis.prefilter import FORWARD_METHOD, SELF_FACTORY_ASSIGNMENT
 from devlint.analysis.syntax import (
     argument,
@@ -205,6 +206,27 @@ class TensorAttributeNotBuffer(FlowRule):
             9,
             "`self.mask` is a plain tensor",
         ),
+        # a size, not data: `self.mask[0]` is a row
+        Invalid(
+            "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n"
+            "        self.mask = torch.ones([4, 4])\n"
+            "    def forward(self, x):\n        return x * self.mask[0]",
+            6,
+            9,
+        ),
+        # an item kept as a 0-dim CPU tensor, then summed into in place
+        Invalid(
+            "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n"
+            "        self.w = torch.tensor([0.5, 0.25])\n"
+            "    def forward(self, x):\n        acc = self.w[0] * 1.0\n"
+            "        for i in range(2):\n            acc += self.w[i] * x.sum()\n"
+            "        return acc",
+            6,
+            9,
+            "(line 8)",
+        ),
         # the whole vector, or an item taken by an index that may be a tensor
         Invalid(
             "import torch\nfrom torch import nn\nclass MultiScale(nn.Module):\n"
@@ -220,7 +242,7 @@ class TensorAttributeNotBuffer(FlowRule):
             "    def __init__(self):\n        super().__init__()\n"
             "        self.weights = torch.tensor([0.5, 0.25])\n"
             "    def forward(self, losses):\n        total = 0\n"
-            "        for i in range(2):\n            total += self.weights[i] * losses[i]\n"
+            "        for i in range(2):\n            total += self.weights[i] * losses[i].mean()\n"
             "        return total + (self.weights * losses).sum()",
             6,
             9,
@@ -256,7 +278,7 @@ class TensorAttributeNotBuffer(FlowRule):
         for assignment, attribute in self._plain_tensor_attributes(init):
             if attribute in reassigned or attribute in moved_in_init:
                 continue
-            items_are_numbers = _flat_vector(assignment.value)
+            items_are_numbers = self._vector_of_numbers(assignment.value, init)
             use = _first_plain_use(
                 run_by_forward, attribute, self._is_torch_call, items_are_numbers
             )
@@ -332,6 +354,35 @@ class TensorAttributeNotBuffer(FlowRule):
             passed = call_arguments(value)
             return bool(passed) and isinstance(passed[0], (ast.List, ast.Tuple, ast.ListComp))
         return True
+
+    def _vector_of_numbers(self, value: ast.expr, init: FunctionNode) -> bool:
+        """`torch.FloatTensor([w / 2**s for s in range(n)])`, `torch.tensor([0.5, 0.25])`: a
+        data constructor given one flat list whose items are numbers: numeric literals, or
+        arithmetic of them, of `range` counters and of `__init__`'s parameters defaulting to a
+        number. Not a size (`torch.ones([4, 4])`), nor names that may hold lists."""
+        if not isinstance(value, ast.Call) or len(value.args) != 1 or value.keywords:
+            return False
+        qualified = self.analysis.names.qualified_syntax_name(value.func) or ""
+        if qualified not in _DATA_CONSTRUCTORS:
+            return False
+        numbers = {
+            name
+            for name, default in defaults_of(init).items()
+            if isinstance(default, ast.Constant) and type(default.value) in (int, float)
+        }
+        written = value.args[0]
+        if isinstance(written, ast.List):
+            return all(_a_number(item, numbers) for item in written.elts)
+        if not isinstance(written, ast.ListComp):
+            return False
+        counters = {
+            generator.target.id
+            for generator in written.generators
+            if isinstance(generator.target, ast.Name)
+            and isinstance(generator.iter, ast.Call)
+            and dotted_name(generator.iter.func) == "range"
+        }
+        return _a_number(written.elt, numbers | counters)
 
     def _is_torch_call(self, call: ast.Call) -> bool:
         qualified = self.analysis.names.qualified_syntax_name(call.func) or ""
@@ -439,33 +490,46 @@ def _first_plain_use(
     return None
 
 
-def _flat_vector(value: ast.expr) -> bool:
-    """`torch.FloatTensor([w / 2**s for s in scales])`, `torch.tensor([0.5, 0.25])`: a
-    one-dimensional tensor of numbers, written as one flat list."""
-    if not isinstance(value, ast.Call) or len(value.args) != 1 or value.keywords:
-        return False
-    written = value.args[0]
-    nested = (ast.List, ast.Tuple, ast.ListComp)
-    if isinstance(written, ast.ListComp):
-        return not isinstance(written.elt, nested)
-    return isinstance(written, ast.List) and not any(isinstance(e, nested) for e in written.elts)
+_DATA_CONSTRUCTORS = frozenset(
+    {"torch.tensor", "torch.as_tensor", "torch.Tensor"}
+    | {
+        f"torch.{kind}Tensor"
+        for kind in "Float Double Half BFloat16 Long Int Short Char Byte Bool".split()
+    }
+)
+
+
+def _a_number(item: ast.expr, numbers: Collection[str]) -> bool:
+    """A numeric literal, a name of ``numbers``, or arithmetic of them."""
+    if isinstance(item, ast.Constant):
+        return type(item.value) in (int, float)
+    if isinstance(item, ast.Name):
+        return item.id in numbers
+    if isinstance(item, ast.UnaryOp) and isinstance(item.op, (ast.USub, ast.UAdd)):
+        return _a_number(item.operand, numbers)
+    if isinstance(item, ast.BinOp):
+        return _a_number(item.left, numbers) and _a_number(item.right, numbers)
+    return False
 
 
 def _number_items(function: FunctionNode, attribute: str) -> set[int]:
-    """The reads `self.<attribute>[i]` in ``function`` that are operands of arithmetic, where
-    `i` is an integer literal or a loop's counter (`for i in range(...)`, `for i, _ in
+    """The reads `self.<attribute>[i]` in ``function`` that are operands of arithmetic with a
+    call's result (`self.w[i] * criterion(out, y)`), where `i` is an integer literal or a loop's
+    counter (`for i in range(...)`, `for i, _ in
     enumerate(...)`)."""
     counters = _loop_counters(function)
     found: set[int] = set()
     for node in nodes_below(function):
         if not isinstance(node, ast.BinOp):
             continue
-        for side in (node.left, node.right):
+        for side, other in ((node.left, node.right), (node.right, node.left)):
             if (
                 not isinstance(side, ast.Subscript)
                 or dotted_name(side.value) != f"self.{attribute}"
             ):
                 continue
+            if not isinstance(other, ast.Call):
+                continue  # `self.w[0] * 2` stays a 0-dim CPU tensor, which `torch.cat` refuses
             index = side.slice
             integer = isinstance(index, ast.Constant) and type(index.value) is int
             if integer or (isinstance(index, ast.Name) and index.id in counters):
@@ -475,7 +539,7 @@ def _number_items(function: FunctionNode, attribute: str) -> set[int]:
 
 def _loop_counters(function: FunctionNode) -> set[str]:
     """Names `for` loops of ``function`` bind to integers: `for i in range(n)`, `for i, x in
-    enumerate(xs)`, and bind nowhere else."""
+    enumerate(xs)`, and bind nowhere else (not a parameter either)."""
     counters: set[str] = set()
     stored: dict[str, int] = {}
     for node in nodes_below(function):
@@ -491,7 +555,9 @@ def _loop_counters(function: FunctionNode) -> set[str]:
             first = target.elts[0]
             if isinstance(first, ast.Name):
                 counters.add(first.id)
-    return {name for name in counters if stored.get(name) == 1}
+    arguments = function.args
+    parameters = {p.arg for p in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)}
+    return {name for name in counters if stored.get(name) == 1 and name not in parameters}
 
 
 def _first_plain_use_in(
