@@ -37,6 +37,7 @@ from devlint.analysis.guards import expects_error_in_syntax
 from devlint.analysis.kinds import data_siblings, tensor_tested
 from devlint.analysis.loops import LoopFrame, PathCounts, loop_head, run_to_fixpoint
 from devlint.analysis.moved_results import helper_key, helpers_moved_by_callers
+from devlint.analysis.name_uses import NameUses, constructs, name_uses
 from devlint.analysis.names import ImportMap
 from devlint.analysis.narrowing import type_test
 from devlint.analysis.numbers import number_attributes
@@ -161,7 +162,7 @@ class DeviceFlow(CallContexts):
         self._class_attributes: dict[str, Env] = {}
         self._module = module
         self._device_source: Optional[bool] = None
-        self._call_counts: Optional[Counter[str]] = None
+        self._uses: Optional[NameUses] = None
         self._moved_helpers: Optional[frozenset[str]] = None
         self._device_reads: dict[FunctionNode, dict[str, ast.Attribute]] = {}
         self._numeric: dict[FunctionNode, frozenset[str]] = {}  # numbers among parameters
@@ -240,31 +241,18 @@ class DeviceFlow(CallContexts):
         """The module's functions that call none of its functions or classes (a class's
         construction sites must be met before the class runs) and are called, each time the
         file names them, from a method of one of its classes."""
-        by_methods: Counter[str] = Counter()
-        callers: dict[str, list[FunctionNode]] = {}
-        for facts in self.classes.values():
-            for method in facts.methods.values():
-                for node in nodes_below(method):
-                    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-                        by_methods[node.func.id] += 1
-                        callers.setdefault(node.func.id, []).append(method)
-        written = self._calls_written()
-        named = Counter(
-            node.id
-            for node in nodes_below(self._module)
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
-        )
+        uses = self._name_uses()
         later = [
             function
             for function in functions
             if not callees[function]
-            and not _constructs(function, self.classes.keys())
-            and by_methods[function.name]
+            and not constructs(function, self.classes.keys())
+            and (in_methods := len(uses.method_callers.get(function.name, ())))
             # every mention a call (not `self.post = helper`, run on other data)
-            and by_methods[function.name] == written[function.name] == named[function.name]
+            and in_methods == uses.calls[function.name] == uses.loads[function.name]
         ]
         # Their callers run even where they could report nothing: their calls are the evidence.
-        self._feeding_methods = {method for f in later for method in callers[f.name]}
+        self._feeding_methods = {m for f in later for m in uses.method_callers[f.name]}
         return later
 
     def _analyze_class(self, name: str, facts: ClassFacts) -> None:
@@ -446,9 +434,12 @@ class DeviceFlow(CallContexts):
         return helper_key(function.name, method) in self._moved_helpers
 
     def _calls_written(self) -> Counter[str]:
-        if self._call_counts is None:
-            self._call_counts = _calls_by_name(self._module)
-        return self._call_counts
+        return self._name_uses().calls
+
+    def _name_uses(self) -> NameUses:
+        if self._uses is None:
+            self._uses = name_uses(self._module, self.classes.keys())
+        return self._uses
 
     def device_read(self, unit: Unit, name: str) -> Optional[ast.Attribute]:
         """Where ``unit``'s function reads the device of ``name``, a tensor it uses (see
@@ -808,23 +799,6 @@ def _admits_none(annotation: Optional[ast.expr]) -> bool:
         (isinstance(node, ast.Constant) and node.value is None)
         or (dotted_name(node) or "").rpartition(".")[2] == "Optional"
         for node in ast.walk(annotation)
-    )
-
-
-def _constructs(function: FunctionNode, classes: Collection[str]) -> bool:
-    """Whether ``function`` calls one of ``classes`` by name."""
-    return any(
-        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in classes
-        for node in nodes_below(function)
-    )
-
-
-def _calls_by_name(module: ast.Module) -> Counter[str]:
-    """How many calls of each plain name (`helper(...)`, `Trainer(...)`) the file writes."""
-    return Counter(
-        node.func.id
-        for node in nodes_below(module)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
     )
 
 

@@ -1,0 +1,62 @@
+"""How a file uses plain names: which it calls, which it reads, which its methods call.
+
+The device flow takes a helper's callers at their word only when it has met every call the file
+writes (see `flow.DeviceFlow._placed_by_callers`); these counts say how many there are, and a
+helper only methods call runs after the classes, so that their calls are met first.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import Counter
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Optional, Union
+
+from devlint.analysis.syntax import nodes_below
+
+FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+_FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+@dataclass(frozen=True)
+class NameUses:
+    """How the file uses plain names (`helper(...)`, `Trainer(...)`, `self.post = helper`)."""
+
+    calls: Counter[str]  # the calls of each name
+    loads: Counter[str]  # every read of each name, calls included
+    # The methods of the file's classes calling each name, once per call.
+    method_callers: dict[str, list[FunctionNode]]
+
+
+def name_uses(module: ast.Module, classes: Collection[str]) -> NameUses:
+    """One walk of ``module``: its methods (the functions of its classes' bodies) apart."""
+    uses = NameUses(Counter(), Counter(), {})
+    for statement in module.body:
+        if isinstance(statement, ast.ClassDef) and statement.name in classes:
+            for written in (*statement.decorator_list, *statement.bases, *statement.keywords):
+                _count_uses(written, uses, None)
+            for item in statement.body:
+                method = item if isinstance(item, _FUNCTION_TYPES) else None
+                _count_uses(item, uses, method)
+        else:
+            _count_uses(statement, uses, None)
+    return uses
+
+
+def _count_uses(tree: ast.AST, uses: NameUses, method: Optional[FunctionNode]) -> None:
+    for node in nodes_below(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            uses.loads[node.id] += 1
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            uses.calls[node.func.id] += 1
+            if method is not None:
+                uses.method_callers.setdefault(node.func.id, []).append(method)
+
+
+def constructs(function: FunctionNode, classes: Collection[str]) -> bool:
+    """Whether ``function`` calls one of ``classes`` by name."""
+    return any(
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in classes
+        for node in nodes_below(function)
+    )
