@@ -192,7 +192,7 @@ class LoadWithoutMapLocation(Rule):
             "model = Net().cuda()",
             4,
             16,
-            "`torch.load(f)` has no `map_location`: a checkpoint saved on a GPU",
+            "`torch.load(f)` has no `map_location`: tensors saved on a GPU fail",
         ),
         # a temporary place this function only downloads into: what is there came from elsewhere
         Invalid(
@@ -383,7 +383,12 @@ class LoadWithoutMapLocation(Rule):
         evidence = self._evidence.evidence(node, scope, statement, classes)
         if evidence.safe is not None:
             return
-        why = "" if evidence.checkpoint is None else f" ({evidence.checkpoint})"
+        # Without evidence of a checkpoint, the file may hold any tensors (latents, features).
+        hazard = (
+            "tensors saved on a GPU fail"
+            if evidence.checkpoint is None
+            else f"a checkpoint ({evidence.checkpoint}) saved on a GPU fails"
+        )
         if location is not None:
             edit = NodeEdit.replace(location.value, '"cpu"')
         elif node.args:
@@ -396,8 +401,7 @@ class LoadWithoutMapLocation(Rule):
             fix = RawFix(Applicability.UNSAFE, message, (edit,))
         self.report(
             node,
-            f"`{self.context.source_of(node)}` has no `map_location`: a checkpoint{why} saved on "
-            'a GPU fails to load on a machine without one; pass `map_location="cpu"` or the '
-            "target device",
+            f"`{self.context.source_of(node)}` has no `map_location`: {hazard} to load on a "
+            'machine without one; pass `map_location="cpu"` or the target device',
             fix=fix,
         )
