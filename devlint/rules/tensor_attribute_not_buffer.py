@@ -515,8 +515,7 @@ def _a_number(item: ast.expr, numbers: Collection[str]) -> bool:
 def _number_items(function: FunctionNode, attribute: str) -> set[int]:
     """The reads `self.<attribute>[i]` in ``function`` that are operands of arithmetic with a
     call's result (`self.w[i] * criterion(out, y)`), where `i` is an integer literal or a loop's
-    counter (`for i in range(...)`, `for i, _ in
-    enumerate(...)`)."""
+    counter (`for i in range(...)`, `for i, _ in enumerate(...)`)."""
     counters = _loop_counters(function)
     found: set[int] = set()
     for node in nodes_below(function):
