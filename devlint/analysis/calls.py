@@ -196,6 +196,10 @@ class CallEvaluator:
     def is_module_class(self, name: str) -> bool:
         raise NotImplementedError
 
+    def class_returns_tensor(self, name: str) -> bool:
+        """Whether the `forward` of the file's module class ``name`` returns one tensor."""
+        raise NotImplementedError
+
     def summary(self, function: FunctionNode) -> Value:
         raise NotImplementedError
 
@@ -762,7 +766,8 @@ class CallEvaluator:
             return arguments[0] if arguments else UNKNOWN
         if self.is_module_class(name):
             created = Placement(Where.CPU, evidence="created on the CPU", origin=node)
-            return Value(Kind.MODULE, created, class_name=name)
+            returns_tensor = self.class_returns_tensor(name)
+            return Value(Kind.MODULE, created, class_name=name, returns_tensor=returns_tensor)
         function = self.functions.get(name)
         if function is not None:
             return self.call_summary(function, node, arguments, unit)

@@ -36,6 +36,7 @@ from devlint.analysis.docstrings import documented_tensors
 from devlint.analysis.guards import expects_error_in_syntax
 from devlint.analysis.kinds import data_siblings, tensor_tested
 from devlint.analysis.loops import LoopFrame, PathCounts, loop_head, run_to_fixpoint
+from devlint.analysis.module_outputs import forward_returns_tensor
 from devlint.analysis.moved_results import helper_key, helpers_moved_by_callers
 from devlint.analysis.name_uses import NameUses, constructs, name_uses
 from devlint.analysis.names import ImportMap
@@ -163,6 +164,7 @@ class DeviceFlow(CallContexts):
         self._module = module
         self._device_source: Optional[bool] = None
         self._uses: Optional[NameUses] = None
+        self._returns_tensor: dict[str, bool] = {}  # see `class_returns_tensor`
         self._moved_helpers: Optional[frozenset[str]] = None
         self._device_reads: dict[FunctionNode, dict[str, ast.Attribute]] = {}
         self._numeric: dict[FunctionNode, frozenset[str]] = {}  # numbers among parameters
@@ -198,6 +200,18 @@ class DeviceFlow(CallContexts):
     def is_module_class(self, name: str) -> bool:
         """A class of this file deriving (here or through torch) from nn.Module."""
         return derives_from_module(name, self._bases)
+
+    def class_returns_tensor(self, name: str) -> bool:
+        known = self._returns_tensor.get(name)
+        if known is None:
+            facts = self.classes.get(name)
+            methods = facts.methods if facts is not None else {}
+            forward = methods.get("forward")
+            known = forward is not None and forward_returns_tensor(
+                forward, methods.get("__init__"), self.names.qualified_syntax_name
+            )
+            self._returns_tensor[name] = known
+        return known
 
     # -- units -----------------------------------------------------------------------
 

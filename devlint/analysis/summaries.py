@@ -196,7 +196,7 @@ class _Summariser:
         returns: list[Optional[ast.expr]] = []
         assigned: set[str] = set()
         calls: list[ast.Call] = []
-        nodes = list(_own_nodes(node))
+        nodes = list(own_nodes(node))
         aligns_devices = False  # it reads or moves a device: it may align its tensors itself
         for inner in nodes:
             kind = type(inner)
@@ -561,7 +561,7 @@ def _may_be_functional(function: ast.expr) -> bool:
     )
 
 
-def _own_nodes(function: FunctionNode) -> Iterator[ast.AST]:
+def own_nodes(function: FunctionNode) -> Iterator[ast.AST]:
     """The nodes of a function's body, not those of functions or classes nested in it."""
     pending: list[ast.AST] = list(function.body)
     known = CHILD_FIELDS

@@ -71,6 +71,14 @@ class NumpyOnDeviceTensor(FlowRule):
     required_patterns = (DEVICE_SOURCE_OR_TENSOR_TYPE,)
 
     VALID = (
+        # a module class whose `forward` returns a tuple: its output is no tensor
+        "import numpy as np\nimport torch\nfrom torch import nn\n"
+        "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.fc = nn.Linear(4, 2)\n"
+        "    def forward(self, x):\n        return self.fc(x), x\n"
+        "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+        "net = Net().to(device)\n"
+        "print(np.mean(net(torch.randn(3, 4).to(device))))",
         # a script that defines a helper again calls the new one from there on
         "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
         "def fake_data(n):\n    return torch.rand(n, 1, device=device)\n"
@@ -153,6 +161,19 @@ class NumpyOnDeviceTensor(FlowRule):
         "m = np.mean(rnn(x))",
     )
     INVALID = (
+        # A module class of the file whose `forward` returns one tensor: its output is one.
+        Invalid(
+            "import numpy as np\nimport torch\nfrom torch import nn\n"
+            "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.fc = nn.Linear(4, 2)\n"
+            "    def forward(self, x):\n        h = self.fc(x)\n        return h.softmax(-1)\n"
+            "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+            "net = Net().to(device)\n"
+            "print(np.mean(net(torch.randn(3, 4).to(device))))",
+            13,
+            15,
+            "output of `net`",
+        ),
         # The items of a parameter annotated as a list of tensors are on the caller's device.
         Invalid(
             "from typing import List\nimport torch\n"
