@@ -29,6 +29,7 @@ import pytest
 
 from devlint.diagnostics import Finding, Position
 from devlint.runtime import confine, processes, sandbox
+from devlint.runtime.child import confine_self
 from devlint.runtime.confirm import run_one
 from devlint.runtime.guard import Policy, Refused
 from devlint.runtime.outcome import (
@@ -38,10 +39,18 @@ from devlint.runtime.outcome import (
     REFUSED,
     TIMEOUT,
     Entry,
+    Guard,
+    Job,
     RunOutcome,
 )
 from devlint.runtime.profiles import CPU_HOST
-from devlint.runtime.sandbox import Limits, SandboxError, project_copy
+from devlint.runtime.sandbox import (
+    MEMORY_LIMIT,
+    Limits,
+    SandboxError,
+    project_copy,
+    resource_limits,
+)
 from devlint.runtime.verdicts import ERROR, NOT_REACHED, Verdict, decide
 from tests.helpers import run_cli
 
@@ -492,27 +501,27 @@ def test_a_training_loop_with_dataloader_workers_still_runs(tmp_path: Path) -> N
 
 
 def test_hostile_raising_a_hard_limit_is_refused(tmp_path: Path) -> None:
-    script = """
+    script = f"""
         import resource
-        resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY,) * 2)
+        resource.setrlimit(resource.{MEMORY_LIMIT}, (resource.RLIM_INFINITY,) * 2)
         blob = bytearray(4 * 1024 ** 3)
     """
     outcome, verdict = _run_hostile(_project(tmp_path, script))
     assert outcome.status == REFUSED
-    assert "the code tried to raise its resource limit RLIMIT_AS" in verdict.detail
+    assert f"the code tried to raise its resource limit {MEMORY_LIMIT}" in verdict.detail
 
 
 @pytest.mark.skipif(
     not sys.platform.startswith("linux") or os.geteuid() != 0, reason="root's capabilities"
 )
 def test_a_run_started_by_root_has_no_capabilities(tmp_path: Path) -> None:
-    script = """
+    script = f"""
         import ctypes, resource
         status = dict(line.split(":\\t") for line in open("/proc/self/status").read().splitlines())
         assert int(status["CapEff"], 16) == int(status["CapBnd"], 16) == 0, status
         libc = ctypes.CDLL(None, use_errno=True)
         limit = (ctypes.c_ulong * 2)(2 ** 40, 2 ** 40)
-        assert libc.setrlimit(resource.RLIMIT_AS, limit) == -1 and ctypes.get_errno() == 1
+        assert libc.setrlimit(resource.{MEMORY_LIMIT}, limit) == -1 and ctypes.get_errno() == 1
     """
     outcome = _run(_project(tmp_path, script), HOSTILE)
     assert outcome.status == COMPLETED, (outcome.detail, outcome.failures)
@@ -773,3 +782,28 @@ def test_a_report_is_written_whole(tmp_path: Path) -> None:
     outcome.write(result)
     assert RunOutcome.read(result) == outcome
     assert [path.name for path in tmp_path.iterdir()] == ["result.json"]
+
+
+def test_the_memory_limit_leaves_the_address_space_to_the_cuda_driver_on_linux() -> None:
+    values = resource_limits(Limits(memory_mb=64))
+    assert values[MEMORY_LIMIT] == 64 * 1024 * 1024
+    linux = sys.platform.startswith("linux")
+    assert ("RLIMIT_DATA" if linux else "RLIMIT_AS") == MEMORY_LIMIT
+    assert ("RLIMIT_AS" in values) is not linux
+
+
+@pytest.mark.parametrize("driver", [True, False])
+def test_landlock_is_left_out_where_the_nvidia_driver_is(
+    monkeypatch: pytest.MonkeyPatch, driver: bool
+) -> None:
+    restricted: list[list[str]] = []
+    monkeypatch.setattr(confine, "nvidia_driver", lambda: driver)
+    monkeypatch.setattr(confine, "restrict", lambda writable: restricted.append(writable) or "")
+    monkeypatch.setattr(confine, "become_subreaper", lambda: None)
+    monkeypatch.setattr(confine, "drop_capabilities", lambda: "")
+    monkeypatch.setattr(Policy, "install", lambda self: None)
+    job = Job(Entry("script", "train.py"), CPU_HOST, "/run", "/run", {}, "/run/result")
+    job.guard = Guard(("/run",), 8)
+    _, notes = confine_self(job)
+    assert restricted == ([] if driver else [["/run"]])
+    assert (confine.NO_LANDLOCK_WITH_CUDA in notes) is driver

@@ -26,7 +26,9 @@ class NumpyOnDeviceTensor(FlowRule):
     function is not flagged: a pipeline may return numpy images already;
     `.numpy()` itself proves a tensor, and so does a torch layer that returns
     one tensor (`nn.Linear`, `nn.Conv2d`; not `nn.LSTM`'s tuple or a container's
-    whatever-its-layers-return). Code that prepares CPU data by design (a
+    whatever-its-layers-return), and so does a module class of the file whose
+    `forward` returns a tensor for certain at every `return` (a tensor method's
+    result, a torch function's, such a layer's). Code that prepares CPU data by design (a
     dataset's methods, collate functions, the helpers of a test module) is left
     out. In a file that places nothing on a device, CPU-side code whose callers
     pass CPU tensors, only a parameter annotated `Tensor` (a typed API) counts;

@@ -400,11 +400,15 @@ def confine_self(job: Job) -> tuple[Optional[Policy], list[str]]:
     if guard.cgroup:
         confine.join(guard.cgroup)
     confine.become_subreaper()
-    confine.restrict(list(guard.writable))
+    notes: list[str] = []
+    if confine.nvidia_driver():
+        notes.append(confine.NO_LANDLOCK_WITH_CUDA)
+    else:
+        confine.restrict(list(guard.writable))
     kept = confine.drop_capabilities()
     policy = Policy(guard.writable, guard.max_processes, guard.log)
     policy.install()
-    return policy, [kept] if kept else []
+    return policy, notes + ([kept] if kept else [])
 
 
 def main(job_path: str) -> None:

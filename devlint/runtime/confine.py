@@ -5,7 +5,8 @@ silently where it does not.
 - **Landlock** (Linux 5.13+, also for root): the run may write only in its own folder and a few
   devices; from Linux 6.12 (Landlock ABI 6) it may not signal any process outside the run. If a
   rule for one of those paths cannot be added, Landlock is not used at all (a missing rule
-  would make the run fail, not safer).
+  would make the run fail, not safer). Nor on a machine with the NVIDIA driver, which does not
+  start under it; the run's notes say so.
 - **A pids cgroup** (as root, where devlint's own pids cgroup may hold child groups: cgroup v1,
   or v2 with ``pids`` delegated to devlint's group): a group below devlint's own, so the run
   stays under every limit devlint runs under (a CI job's memory and CPU); at most ``tasks``
@@ -103,6 +104,20 @@ def device_paths() -> list[str]:
     with suppress(OSError):
         found += [f"/dev/{name}" for name in os.listdir("/dev") if name.startswith("nvidia")]
     return found
+
+
+# Under Landlock the CUDA driver does not start, even with writes allowed below the run's folder,
+# /tmp and all of /dev ("Unexpected error from cudaGetDeviceCount()", checked on an H100): a GPU
+# run would fall back to the virtual GPU, and a CPU-host run would fail with an error no machine
+# without a GPU shows. Where the driver is, the audit hook alone guards writes.
+NO_LANDLOCK_WITH_CUDA = (
+    "writes are guarded by the audit hook only: the CUDA driver does not start under Landlock"
+)
+
+
+def nvidia_driver() -> bool:
+    """Whether this machine has the NVIDIA driver's control device."""
+    return os.path.exists("/dev/nvidiactl")
 
 
 def restrict(writable: list[str]) -> str:

@@ -2,7 +2,7 @@
 
 Each (entry point, profile) runs in its own process, in its own temporary copy of the project,
 so that nothing in the user's tree changes and no run sees another's files. The child starts in
-a new session (its own process group), with limits on address space, CPU time and file size and
+a new session (its own process group), with limits on memory, CPU time and file size and
 no core dumps; at the deadline the whole group gets SIGTERM (the child then reports what it
 reached), then SIGKILL, and so do the processes that left the group (the child is their
 subreaper; as root, the run's pids cgroup holds them all). Output goes to files, not pipes, so a
@@ -63,7 +63,7 @@ def _default_max_processes() -> int:
 @dataclass(frozen=True)
 class Limits:
     timeout: float = 120.0  # wall-clock seconds per run
-    memory_mb: int = 8192  # address space
+    memory_mb: int = 8192  # heap and private mappings (address space off Linux)
     cpu_seconds: Optional[int] = None  # default: 4 CPU-seconds per wall-clock second
     file_size_mb: int = 1024  # largest file the run may write
     max_copy_mb: int = 2048  # largest project devlint agrees to copy
@@ -108,12 +108,21 @@ def copy_project(root: Path, destination: Path) -> None:
     shutil.copytree(root, destination, symlinks=True, ignore=_ignored)
 
 
+# The memory a run may take. Not its address space on Linux: the CUDA driver reserves far more
+# address space than it uses, and under an 8 GB RLIMIT_AS `torch.cuda.is_available()` is False
+# on a GPU machine ("Unexpected error from cudaGetDeviceCount()", checked on an H100), so a GPU
+# run would fall back to the virtual GPU and a CPU-host run would fail with an error no CPU-only
+# machine shows. RLIMIT_DATA counts the heap and private writable mappings (Linux 4.7 and
+# later): a 12 GB allocation is refused under 8 GB, and CUDA starts.
+MEMORY_LIMIT = "RLIMIT_DATA" if sys.platform.startswith("linux") else "RLIMIT_AS"
+
+
 def resource_limits(limits: Limits) -> dict[str, int]:
     """The child sets these on itself before it runs anything of the user's (not through
     ``preexec_fn``, which can deadlock when devlint runs several jobs from threads)."""
     megabyte = 1024 * 1024
     values = {
-        "RLIMIT_AS": limits.memory_mb * megabyte,
+        MEMORY_LIMIT: limits.memory_mb * megabyte,
         "RLIMIT_CPU": limits.cpu_limit(),
         "RLIMIT_FSIZE": limits.file_size_mb * megabyte,
         "RLIMIT_CORE": 0,
