@@ -395,7 +395,7 @@ _ARGS_HELP = (
 @click.option("--args", "script_args", metavar="ARGS", help=_ARGS_HELP)
 @click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds per run.")
 @click.option("--memory-mb", type=int, default=8192, show_default=True,
-              help="Memory limit of each run (heap and mappings on Linux).")  # fmt: skip
+              help="Memory limit of each run (MB).")  # fmt: skip
 @click.option("--root", type=click.Path(file_okay=False, path_type=Path), help=_ROOT_HELP)
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True,
               help="Runs at once.")  # fmt: skip

@@ -16,11 +16,11 @@ from typing import Optional, Union
 
 from devlint.analysis.parameters import TENSOR_ONLY_ATTRIBUTES
 from devlint.analysis.summaries import own_nodes
-from devlint.analysis.syntax import self_attribute
+from devlint.analysis.syntax import keyword_value, nodes_below, self_attribute
 from devlint.analysis.torch_api import (
-    COMBINING_FUNCTIONS,
-    KEEPING_FUNCTIONS,
+    WRAPPER_MODULES,
     is_torch_nn_class,
+    nn_class_name,
     returns_one_tensor,
 )
 
@@ -32,6 +32,23 @@ _TENSOR_RESULT_METHODS = TENSOR_ONLY_ATTRIBUTES - {
     "device", "is_cuda", "numel", "dim", "numpy", "unbind", "requires_grad_",
 }  # fmt: skip
 _MAX_DEPTH = 4  # names followed back to what they were assigned
+# torch functions (and `torch.nn.functional`'s) whose result is one tensor where their inputs
+# are: not `split`, `max(dim=)`, `topk` (tuples) or `equal`, `allclose` (a bool).
+_ONE_TENSOR_FUNCTIONS = frozenset(
+    (
+        "cat concat stack hstack vstack sigmoid tanh relu gelu silu softplus softmax "
+        "log_softmax matmul mm bmm einsum flatten exp log sqrt abs clamp where add mul sub div "
+        "neg pow transpose permute reshape squeeze unsqueeze cumsum dropout linear conv1d "
+        "conv2d conv3d normalize interpolate pad layer_norm batch_norm group_norm embedding "
+        "leaky_relu elu hardtanh logsigmoid"
+    ).split()
+)
+# Layers `returns_one_tensor` lets through whose output is not one tensor of theirs.
+_NOT_ONE_TENSOR = frozenset({"Identity", "LSTMCell", "FractionalMaxPool2d", "FractionalMaxPool3d"})
+# What takes a result off the module's device, or out of torch: `forward` then says nothing of
+# where its output lives.
+_LEAVING_METHODS = frozenset({"cpu", "to", "cuda", "numpy", "tolist", "item", "type"})
+_HOST_CONSTRUCTORS = frozenset({"torch.from_numpy", "torch.tensor", "torch.as_tensor"})
 
 
 def forward_returns_tensor(
@@ -44,9 +61,35 @@ def forward_returns_tensor(
     layers = _one_tensor_layers(init, qualify) if init is not None else frozenset()
     assigned = _assigned_once(forward)
     return all(
-        value is not None and _surely_tensor(value, layers, assigned, qualify, 0)
+        value is not None
+        and _surely_tensor(value, layers, assigned, qualify, 0)
+        and not _leaves_the_device(value, assigned, qualify, 0)
         for value in returned
     )
+
+
+def _leaves_the_device(
+    value: ast.expr, assigned: dict[str, ast.expr], qualify: Qualify, depth: int
+) -> bool:
+    """Whether ``value`` (or a name it reads, followed back) moves or converts a tensor
+    (`.cpu()`, `.to(...)`, `.numpy()`, `torch.from_numpy(...)`): where the output then lives
+    is not the module's device. Unknown beyond the depth."""
+    if depth > _MAX_DEPTH:
+        return True
+    for node in nodes_below(value):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr in _LEAVING_METHODS:
+                return True
+            if (qualify(func) or "") in _HOST_CONSTRUCTORS:
+                return True
+        elif (
+            isinstance(node, ast.Name)
+            and node.id in assigned
+            and _leaves_the_device(assigned[node.id], assigned, qualify, depth + 1)
+        ):
+            return True
+    return False
 
 
 def _surely_tensor(
@@ -70,25 +113,45 @@ def _surely_tensor(
         return False
     func = value.func
     if isinstance(func, ast.Attribute) and func.attr in _TENSOR_RESULT_METHODS:
-        return True
+        # not a layer's own method: `self.fc.half()` returns the layer
+        return self_attribute(func.value) not in layers and not _is_self(func.value)
     if self_attribute(func) in layers:
         return True
-    return (qualify(func) or "") in KEEPING_FUNCTIONS | COMBINING_FUNCTIONS
+    qualified = qualify(func) or ""
+    head, _, last = qualified.rpartition(".")
+    return head in ("torch", "torch.nn.functional") and last in _ONE_TENSOR_FUNCTIONS
 
 
 def _one_tensor_layers(init: FunctionNode, qualify: Qualify) -> frozenset[str]:
-    """`self.fc = nn.Linear(...)` in ``init``: torch layers whose forward returns one tensor."""
+    """`self.fc = nn.Linear(...)` in ``init``, assigned there once: torch layers whose forward
+    returns one tensor of theirs."""
     layers: set[str] = set()
+    assigned: dict[str, int] = {}
+    for node in nodes_below(init):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                name = self_attribute(target)
+                if name is not None:
+                    assigned[name] = assigned.get(name, 0) + 1
     for statement in init.body:
         if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
             continue
         name, value = self_attribute(statement.targets[0]), statement.value
         if name is None or not isinstance(value, ast.Call):
             continue
-        qualified = qualify(value.func) or ""
-        if is_torch_nn_class(qualified) and returns_one_tensor(qualified):
+        if _one_tensor_layer(value, qualify(value.func) or ""):
             layers.add(name)
-    return frozenset(layers)
+    return frozenset(name for name in layers if assigned.get(name) == 1)
+
+
+def _one_tensor_layer(call: ast.Call, qualified: str) -> bool:
+    return (
+        is_torch_nn_class(qualified)
+        and returns_one_tensor(qualified)
+        and qualified not in WRAPPER_MODULES
+        and nn_class_name(qualified) not in _NOT_ONE_TENSOR
+        and keyword_value(call, "return_indices") is None
+    )
 
 
 def _assigned_once(function: FunctionNode) -> dict[str, ast.expr]:
@@ -107,3 +170,7 @@ def _assigned_once(function: FunctionNode) -> dict[str, ast.expr]:
 
 def _own_returns(function: FunctionNode) -> Iterator[ast.Return]:
     return (node for node in own_nodes(function) if isinstance(node, ast.Return))
+
+
+def _is_self(node: ast.expr) -> bool:
+    return isinstance(node, ast.Name) and node.id == "self"

@@ -73,6 +73,14 @@ class NumpyOnDeviceTensor(FlowRule):
     required_patterns = (DEVICE_SOURCE_OR_TENSOR_TYPE,)
 
     VALID = (
+        # a module class whose `forward` moves its output to the CPU
+        "import numpy as np\nimport torch\nfrom torch import nn\n"
+        "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.fc = nn.Linear(4, 2)\n"
+        "    def forward(self, x):\n        return self.fc(x).cpu().detach()\n"
+        "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+        "net = Net().to(device)\n"
+        "print(np.mean(net(torch.randn(3, 4).to(device))))",
         # a module class whose `forward` returns a tuple: its output is no tensor
         "import numpy as np\nimport torch\nfrom torch import nn\n"
         "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"

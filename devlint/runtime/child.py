@@ -7,8 +7,9 @@ named function), and writes a ``RunOutcome`` as JSON, also when the entry point 
 parent's timeout arrives as SIGTERM.
 
 Before anything else it confines itself (``confine``: the pids cgroup, then Landlock, while it
-has a single thread) and installs the audit hook (``guard``); every process the user's code
-starts inherits both, except that a program it executes keeps only the OS-level limits.
+has a single thread; not Landlock on a machine with the NVIDIA driver, which does not start
+under it) and installs the audit hook (``guard``); every process the user's code starts
+inherits both, except that a program it executes keeps only the OS-level limits.
 """
 
 from __future__ import annotations
@@ -401,10 +402,10 @@ def confine_self(job: Job) -> tuple[Optional[Policy], list[str]]:
         confine.join(guard.cgroup)
     confine.become_subreaper()
     notes: list[str] = []
-    if confine.nvidia_driver():
-        notes.append(confine.NO_LANDLOCK_WITH_CUDA)
-    else:
+    if not confine.nvidia_driver():
         confine.restrict(list(guard.writable))
+    elif confine.landlock_abi() >= 1:
+        notes.append(confine.NO_LANDLOCK_WITH_CUDA)
     kept = confine.drop_capabilities()
     policy = Policy(guard.writable, guard.max_processes, guard.log)
     policy.install()

@@ -111,7 +111,8 @@ def device_paths() -> list[str]:
 # run would fall back to the virtual GPU, and a CPU-host run would fail with an error no machine
 # without a GPU shows. Where the driver is, the audit hook alone guards writes.
 NO_LANDLOCK_WITH_CUDA = (
-    "writes are guarded by the audit hook only: the CUDA driver does not start under Landlock"
+    "writes and signals are guarded by the audit hook only, and programs the code starts may "
+    "gain privileges: the CUDA driver does not start under Landlock"
 )
 
 

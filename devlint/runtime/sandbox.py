@@ -63,7 +63,7 @@ def _default_max_processes() -> int:
 @dataclass(frozen=True)
 class Limits:
     timeout: float = 120.0  # wall-clock seconds per run
-    memory_mb: int = 8192  # heap and private mappings (address space off Linux)
+    memory_mb: int = 8192  # address space (heap and private mappings on a GPU machine)
     cpu_seconds: Optional[int] = None  # default: 4 CPU-seconds per wall-clock second
     file_size_mb: int = 1024  # largest file the run may write
     max_copy_mb: int = 2048  # largest project devlint agrees to copy
@@ -108,13 +108,15 @@ def copy_project(root: Path, destination: Path) -> None:
     shutil.copytree(root, destination, symlinks=True, ignore=_ignored)
 
 
-# The memory a run may take. Not its address space on Linux: the CUDA driver reserves far more
-# address space than it uses, and under an 8 GB RLIMIT_AS `torch.cuda.is_available()` is False
-# on a GPU machine ("Unexpected error from cudaGetDeviceCount()", checked on an H100), so a GPU
-# run would fall back to the virtual GPU and a CPU-host run would fail with an error no CPU-only
-# machine shows. RLIMIT_DATA counts the heap and private writable mappings (Linux 4.7 and
-# later): a 12 GB allocation is refused under 8 GB, and CUDA starts.
-MEMORY_LIMIT = "RLIMIT_DATA" if sys.platform.startswith("linux") else "RLIMIT_AS"
+def memory_limit() -> str:
+    """The resource that holds a run's memory: its address space, except on a Linux machine
+    with the NVIDIA driver, which reserves far more address space than it uses (under an 8 GB
+    RLIMIT_AS `torch.cuda.is_available()` is False: "Unexpected error from
+    cudaGetDeviceCount()", checked on an H100). There RLIMIT_DATA holds the heap and private
+    mappings (Linux 4.7 and later; a 12 GB allocation is refused under 8 GB, and CUDA starts),
+    but not shared memory (`MAP_SHARED`, `/dev/shm`)."""
+    linux_gpu = sys.platform.startswith("linux") and confine.nvidia_driver()
+    return "RLIMIT_DATA" if linux_gpu else "RLIMIT_AS"
 
 
 def resource_limits(limits: Limits) -> dict[str, int]:
@@ -122,7 +124,7 @@ def resource_limits(limits: Limits) -> dict[str, int]:
     ``preexec_fn``, which can deadlock when devlint runs several jobs from threads)."""
     megabyte = 1024 * 1024
     values = {
-        MEMORY_LIMIT: limits.memory_mb * megabyte,
+        memory_limit(): limits.memory_mb * megabyte,
         "RLIMIT_CPU": limits.cpu_limit(),
         "RLIMIT_FSIZE": limits.file_size_mb * megabyte,
         "RLIMIT_CORE": 0,
