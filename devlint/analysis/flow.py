@@ -260,10 +260,10 @@ class DeviceFlow(CallContexts):
             function
             for function in functions
             if not callees[function]
-            and not constructs(function, self.classes.keys())
             and (in_methods := len(uses.method_callers.get(function.name, ())))
             # every mention a call (not `self.post = helper`, run on other data)
             and in_methods == uses.calls[function.name] == uses.loads[function.name]
+            and not constructs(function, self.classes.keys())
         ]
         # Their callers run even where they could report nothing: their calls are the evidence.
         self._feeding_methods = {m for f in later for m in uses.method_callers[f.name]}

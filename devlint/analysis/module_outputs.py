@@ -12,19 +12,19 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterator
-from typing import Optional, Union
+from typing import Optional
 
 from devlint.analysis.parameters import TENSOR_ONLY_ATTRIBUTES
 from devlint.analysis.summaries import own_nodes
-from devlint.analysis.syntax import keyword_value, nodes_below, self_attribute
+from devlint.analysis.syntax import dotted_name, keyword_value, nodes_below, self_attribute
 from devlint.analysis.torch_api import (
     WRAPPER_MODULES,
     is_torch_nn_class,
     nn_class_name,
     returns_one_tensor,
 )
+from devlint.analysis.units import FunctionNode
 
-FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 Qualify = Callable[[ast.expr], Optional[str]]
 
 # Tensor-only methods whose result is one tensor (not a number, an array or a tuple).
@@ -114,7 +114,7 @@ def _surely_tensor(
     func = value.func
     if isinstance(func, ast.Attribute) and func.attr in _TENSOR_RESULT_METHODS:
         # not a layer's own method: `self.fc.half()` returns the layer
-        return self_attribute(func.value) not in layers and not _is_self(func.value)
+        return self_attribute(func.value) not in layers and dotted_name(func.value) != "self"
     if self_attribute(func) in layers:
         return True
     qualified = qualify(func) or ""
@@ -170,7 +170,3 @@ def _assigned_once(function: FunctionNode) -> dict[str, ast.expr]:
 
 def _own_returns(function: FunctionNode) -> Iterator[ast.Return]:
     return (node for node in own_nodes(function) if isinstance(node, ast.Return))
-
-
-def _is_self(node: ast.expr) -> bool:
-    return isinstance(node, ast.Name) and node.id == "self"

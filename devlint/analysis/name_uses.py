@@ -11,11 +11,11 @@ import ast
 from collections import Counter
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Optional, Union
+from typing import Optional
 
 from devlint.analysis.syntax import nodes_below
+from devlint.analysis.units import FunctionNode
 
-FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 

@@ -61,11 +61,11 @@ def annotated_as_tensor(annotation: ast.expr | None) -> bool:
     if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
         return _tensor_or_none([annotation.left, annotation.right])
     name = dotted_name(annotation)
-    return name is not None and name.rpartition(".")[2] in _TENSOR_TYPES
+    return name is not None and name.rpartition(".")[2] in TENSOR_TYPES
 
 
 # `Tensor` and the legacy typed tensor classes, which annotations still use (`torch.BoolTensor`).
-_TENSOR_TYPES = frozenset(
+TENSOR_TYPES = frozenset(
     {"Tensor"}
     | {
         kind + "Tensor"

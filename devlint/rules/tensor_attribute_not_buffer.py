@@ -5,6 +5,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Callable, Optional, Union
 
 from devlint.analysis.contexts import defaults_of
+from devlint.analysis.parameters import TENSOR_TYPES
 from devlint.analysis.prefilter import FORWARD_METHOD, SELF_FACTORY_ASSIGNMENT
 from devlint.analysis.syntax import (
     argument,
@@ -480,22 +481,15 @@ def _first_plain_use(
     it taken by an integer index in arithmetic (`self.weights[i] * loss`) is a 0-dim tensor,
     which PyTorch mixes with tensors on any device, as a number."""
     for function in run_by_forward:
-        use = _first_plain_use_in(function, attribute, is_torch_call)
-        if items_are_numbers and use is not None:
-            use = _first_plain_use_in(
-                function, attribute, is_torch_call, _number_items(function, attribute)
-            )
+        items = _number_items(function, attribute) if items_are_numbers else set()
+        use = _first_plain_use_in(function, attribute, is_torch_call, items)
         if use is not None:
             return use
     return None
 
 
 _DATA_CONSTRUCTORS = frozenset(
-    {"torch.tensor", "torch.as_tensor", "torch.Tensor"}
-    | {
-        f"torch.{kind}Tensor"
-        for kind in "Float Double Half BFloat16 Long Int Short Char Byte Bool".split()
-    }
+    {"torch.tensor", "torch.as_tensor"} | {f"torch.{kind}" for kind in TENSOR_TYPES}
 )
 
 
