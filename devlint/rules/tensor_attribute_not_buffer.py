@@ -39,7 +39,11 @@ class TensorAttributeNotBuffer(FlowRule):
     """
     ## What it does
     Flags a plain tensor stored on `self` in an `nn.Module`'s `__init__`
-    (`self.mask = torch.ones(...)`) and used in `forward`.
+    (`self.mask = torch.ones(...)`) and used in `forward`. Not a vector of
+    numbers (`torch.tensor([0.5, 0.25])`, a comprehension over `range`) read
+    only item by item, with an integer or a loop counter, in arithmetic with a
+    call's result (`self.weights[i] * criterion(out, y)`): each item is a 0-dim
+    tensor, which PyTorch mixes with tensors on any device.
 
     ## Why is this bad?
     `model.to(device)` moves parameters and buffers, not plain attributes: the
