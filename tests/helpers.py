@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
+import pytest
+
+from devlint import parallel
 from devlint.diagnostics import PARSE_ERROR_CODE, Finding
 from devlint.engine import RuleSet, lint_source
 from devlint.torch_floor import DEFAULT_STYLE, DeviceStyle, TorchFloor, parse_version
@@ -92,3 +97,27 @@ def write(root: Path, files: dict[str, str | bytes]) -> None:
             path.write_bytes(content)
         else:
             path.write_text(textwrap.dedent(content), encoding="utf-8")
+
+
+_clock = [time.time_ns() - 3600 * 1_000_000_000]
+
+
+def write_later(path: Path, text: str) -> None:
+    """Write with a time no earlier write had, so that every edit is seen."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    _clock[0] += 10_000_000_000
+    os.utime(path, ns=(_clock[0], _clock[0]))
+
+
+def count_lints(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the files actually linted (not answered from the cache) from now on."""
+    seen: list[str] = []
+    real = parallel.lint_path
+
+    def counting(path: Path, codes: frozenset[str], style: DeviceStyle) -> object:
+        seen.append(path.name)
+        return real(path, codes, style)
+
+    monkeypatch.setattr(parallel, "lint_path", counting)
+    return seen

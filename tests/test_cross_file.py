@@ -3,22 +3,18 @@ reads; the results cache re-lints a file when a summary it read changes, and onl
 
 from __future__ import annotations
 
-import os
-import time
 from pathlib import Path
 
 import pytest
 
-from devlint import parallel
 from devlint.analysis.project import ProjectView
 from devlint.analysis.summaries import summarise
 from devlint.api import lint_paths
 from devlint.complexity import parse_quietly
 from devlint.config import ConfigResolver, RuleSelection
 from devlint.report import RunSummary
-from devlint.torch_floor import DeviceStyle
 
-from .helpers import findings_of, run_cli
+from .helpers import count_lints, findings_of, run_cli, write_later
 
 MODEL = """\
 import torch
@@ -63,15 +59,7 @@ print(safe_score(net, features, device))
 x = make_features(3)
 y = net(x)
 """
-_clock = [time.time_ns() - 3600 * 1_000_000_000]
-
-
-def _write(path: Path, text: str) -> None:
-    """Write with a time no earlier write had, so that every edit is seen."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    _clock[0] += 10_000_000_000
-    os.utime(path, ns=(_clock[0], _clock[0]))
+_write = write_later
 
 
 @pytest.fixture
@@ -87,15 +75,7 @@ def project(tmp_path: Path) -> Path:
 @pytest.fixture
 def linted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The files actually linted (not answered from the cache) during a test."""
-    seen: list[str] = []
-    real = parallel.lint_path
-
-    def counting(path: Path, codes: frozenset[str], style: DeviceStyle) -> object:
-        seen.append(path.name)
-        return real(path, codes, style)
-
-    monkeypatch.setattr(parallel, "lint_path", counting)
-    return seen
+    return count_lints(monkeypatch)
 
 
 def _lint(root: Path, cache_dir: Path | None = None) -> RunSummary:

@@ -140,6 +140,11 @@ def _operands(arguments: Sequence[Value]) -> list[Value]:
     return operands
 
 
+def _is_ellipsis(index: ast.expr) -> bool:
+    """`...`, which may stand for no dimension at all (`x[..., 0]` of a vector is 0-dim)."""
+    return type(index) is ast.Constant and index.value is Ellipsis
+
+
 def _adds_or_keeps_axes(index: ast.expr) -> bool:
     """`None` (a new axis) and `...` in an index keep a tensor's dimensions, as a slice does."""
     return type(index) is ast.Constant and (index.value is None or index.value is Ellipsis)
@@ -430,9 +435,11 @@ class CallEvaluator:
     def _subscript(self, node: ast.Subscript, env: Env, unit: Unit) -> Value:
         container = self.eval(node.value, env, unit)
         slices_only = True
+        keeps_an_axis = False
         index: Optional[int] = None
         for inner in _subscript_elements(node):
             if type(inner) is ast.Slice or _adds_or_keeps_axes(inner):
+                keeps_an_axis = keeps_an_axis or not _is_ellipsis(inner)
                 self._children(inner, env, unit)
             else:
                 slices_only = False
@@ -446,11 +453,12 @@ class CallEvaluator:
                 return UNKNOWN
             return Value(Kind.TENSOR, container.placement)
         if container.kind is Kind.TENSOR:
-            # Indexing with a number may leave a 0-dim tensor, which mixes with any device.
+            # Indexing with numbers alone may leave a 0-dim tensor, which mixes with any
+            # device; a slice or a new axis beside them keeps a dimension (`x[:, 0]`).
             return Value(
                 Kind.TENSOR,
                 container.placement,
-                scalar=container.scalar or not slices_only,
+                scalar=container.scalar or not (slices_only or keeps_an_axis),
                 module_output=container.module_output,
             )
         item = input_item(container)

@@ -25,10 +25,12 @@ from typing import Optional
 from devlint.analysis.summaries import Summary, imported_names, summarise, summary_digest
 from devlint.analysis.syntax import dotted_name
 from devlint.complexity import parse_quietly
+from devlint.notebook import NOTEBOOK_SUFFIX, NotebookError, parse_notebook
 
 _ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 _MAX_SIZE = 2_000_000  # larger files are not summarised (generated code, data)
 _MAX_HOPS = 4  # re-exports followed
+_MAX_SIBLINGS = 200  # a folder of more files is not read for the saves of one of them
 # Module methods that return the module itself.
 _SELF_RETURNING = frozenset({"to", "cuda", "cpu", "eval", "train", "float", "half", "double"})
 
@@ -60,13 +62,65 @@ def stamped_summary(path: str) -> Optional[Stamped]:
     summary: Optional[Summary] = None
     if stat.st_size <= _MAX_SIZE:
         try:
-            summary = summarise(parse_quietly(Path(path).read_text(encoding="utf-8")))
+            summary = summarise(parse_quietly(_program_of(path)))
         except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+            summary = None
+        except NotebookError:  # not JSON, or not a notebook's
             summary = None
     digest = summary_digest(summary) if summary is not None else "-"
     stamped = Stamped(stat.st_mtime_ns, stat.st_size, digest, summary)
     _MEMO[path] = stamped
     return stamped
+
+
+def _program_of(path: str) -> str:
+    """The Python source of a file: a notebook's code cells as one program."""
+    data = Path(path).read_bytes()
+    if path.endswith(NOTEBOOK_SUFFIX):
+        return parse_notebook(data).program().source
+    return data.decode("utf-8")
+
+
+def _record(linted: str, consulted: str, stamped: Stamped) -> None:
+    _DEPENDENCIES.setdefault(linted, {})[consulted] = [
+        stamped.mtime_ns,
+        stamped.size,
+        stamped.digest,
+    ]
+
+
+def saved_beside_from_cpu(linted: str, file_name: str) -> Optional[str]:
+    """The file of ``linted``'s folder that saves ``file_name`` as written (`torch.save(rnn,
+    "char-rnn.pt")`), where no other file of the folder (scripts and notebooks) moves anything
+    to a device: what it saves holds CPU tensors only, as in a tutorial whose `train.py` writes
+    what its `predict.py` reads. None where no such file saves it, or a file of the folder
+    cannot be read. (A file added to the folder later is not seen by a cached result.)"""
+    linted_path = Path(os.path.abspath(linted))
+    if not linted_path.is_file():
+        return None  # standard input: no folder to read
+    try:
+        siblings = sorted(
+            entry
+            for entry in linted_path.parent.iterdir()
+            if entry.suffix in (".py", NOTEBOOK_SUFFIX) and entry != linted_path
+        )
+    except OSError:
+        return None
+    if len(siblings) > _MAX_SIBLINGS:
+        return None
+    saver: Optional[str] = None
+    for sibling in siblings:
+        stamped = stamped_summary(str(sibling))
+        if stamped is None:
+            return None  # gone since the folder was listed
+        _record(linted, str(sibling), stamped)
+        if stamped.summary is None:
+            return None  # what it does cannot be told
+        if stamped.summary["moves_to_device"]:
+            return None
+        if file_name in stamped.summary["saves"]:
+            saver = saver or sibling.name
+    return saver
 
 
 def take_dependencies(path: str) -> dict[str, list[object]]:
@@ -173,7 +227,7 @@ class ProjectView:
         if not imports:
             return None
         real = Path(os.path.abspath(path))
-        _DEPENDENCIES[path] = {}
+        _DEPENDENCIES.setdefault(path, {})
         return cls(real, imports, search_roots(real), path, tree)
 
     def lookup(self, dotted: Optional[str]) -> Optional[Found]:
@@ -230,11 +284,7 @@ class ProjectView:
         stamped = stamped_summary(module)
         if stamped is None:
             return None
-        _DEPENDENCIES.setdefault(self.linted, {})[module] = [
-            stamped.mtime_ns,
-            stamped.size,
-            stamped.digest,
-        ]
+        _record(self.linted, module, stamped)
         summary = stamped.summary
         if summary is None:
             return None

@@ -28,7 +28,14 @@ from typing import Any, Optional
 
 from devlint.analysis.contexts import none_defaulted
 from devlint.analysis.parameters import FunctionNode
-from devlint.analysis.syntax import CHILD_FIELDS, child_fields, dotted_name, keyword_value
+from devlint.analysis.syntax import (
+    CHILD_FIELDS,
+    child_fields,
+    dotted_name,
+    keyword_value,
+    string_value,
+)
+from devlint.analysis.syntax_screen import moves_to_device
 from devlint.analysis.torch_api import (
     COMBINING_FUNCTIONS,
     DEVICE_MOVES,
@@ -54,7 +61,7 @@ _ELEMENTWISE_COMPARISONS = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
 _SUSPENDING = (ast.Yield, ast.YieldFrom, ast.Await)
 # Reads of a tensor's device: code that reads one may align its operands itself.
 _DEVICE_AWARE = frozenset({"device", "is_cuda", "get_device", "type_as", "type"})
-FORMAT = 6
+FORMAT = 7
 # The keywords a torch function takes its tensors by (`F.conv1d(input=x, weight=w)`).
 _TENSOR_KEYWORDS = frozenset({"input", "other", "weight", "bias", "grid"})
 
@@ -586,8 +593,11 @@ _NESTED_SCOPES = (*_FUNCTIONS, ast.ClassDef, ast.Lambda)
 def summarise(tree: ast.Module) -> Summary:
     """The summary of a file's top-level classes and functions, and of its imports."""
     summariser = _Summariser(tree)
+    saves, on_device = _saves_and_devices(tree, summariser.qualified)
     return {
         "format": FORMAT,
+        "saves": saves,
+        "moves_to_device": on_device,
         "imports": {name: [level, target] for name, (level, target) in summariser.imports.items()},
         "classes": {
             name: summariser.summarise_class(node) for name, node in summariser.classes.items()
@@ -598,3 +608,25 @@ def summarise(tree: ast.Module) -> Summary:
             if isinstance(statement, _FUNCTIONS)
         },
     }
+
+
+def _saves_and_devices(
+    tree: ast.Module, qualified: Callable[[ast.AST], str]
+) -> tuple[list[str], bool]:
+    """The file names the file's `torch.save` calls write, where written as one string
+    (`torch.save(rnn, "char-rnn.pt")`), and whether anything in it moves a value to a device
+    (`.cuda()`, `.to(d)`, `device=d`, a `"cuda"` string): a file that never does saves CPU
+    tensors only."""
+    saves: set[str] = set()
+    on_device = False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            on_device = on_device or moves_to_device(node)
+            if qualified(node.func) == "torch.save":
+                target = node.args[1] if len(node.args) > 1 else keyword_value(node, "f")
+                written = string_value(target) if target is not None else None
+                if written is not None:
+                    saves.add(written)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            on_device = on_device or node.value.startswith("cuda")
+    return sorted(saves), on_device

@@ -108,6 +108,8 @@ class CrossDeviceOp(FlowRule):
         "import torch\nx = torch.zeros(3).cuda()\ny = x + torch.zeros_like(x)",
         "import torch\nx = torch.zeros(3).cuda()\ny = x + w",
         "import torch\nx = torch.zeros(3).cuda()\nn = torch.ones(3)\ny = x + n[0]",
+        # `...` may stand for no dimension: `n[..., 0]` of a vector is 0-dim
+        "import torch\nx = torch.zeros(3).cuda()\nn = torch.ones(3)\ny = x + n[..., 0]",
         "import torch\nx = torch.ones(3)\nif cond:\n    x = x.cuda()\ny = x + torch.ones(3)",
         "import torch\ntotal = torch.zeros(3)\ntotal += torch.ones(3)",
         "import torch\nids = torch.randn(4, 8).cuda().argmax(-1)\ntable = torch.randn(8, 3)\n"
@@ -229,6 +231,13 @@ class CrossDeviceOp(FlowRule):
             "`torch.ones(2)` creates a tensor on the CPU that line 4 mixes with `a` on `cuda`",
         ),
         Invalid("import torch\na = torch.ones(2, 2).to(device)\nb = torch.eye(2)\nc = a @ b", 3, 5),
+        # a slice beside a number keeps a dimension: `n[:, 0]` is no 0-dim tensor
+        Invalid(
+            "import torch\nx = torch.zeros(3).cuda()\nn = torch.ones(3, 3)\ny = x + n[:, 0]", 3, 5
+        ),
+        Invalid(
+            "import torch\nx = torch.zeros(3).cuda()\nn = torch.ones(3)\ny = x + n[None, 0]", 3, 5
+        ),
         Invalid(
             "import torch\nfrom torch import nn\nmodel = nn.Linear(3, 3).to(device)\n"
             "total = torch.zeros(3)\nout = model(torch.ones(3).to(device))\ntotal += out",

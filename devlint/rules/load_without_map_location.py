@@ -3,8 +3,9 @@ from __future__ import annotations
 import libcst as cst
 
 from devlint.analysis.checkpoints import CheckpointEvidence
-from devlint.analysis.devices import argument, has_star_kwargs
+from devlint.analysis.devices import argument, has_star_kwargs, string_value
 from devlint.analysis.prefilter import TORCH_LOAD
+from devlint.analysis.project import saved_beside_from_cpu
 from devlint.context import FileContext, NodeEdit, RawFix
 from devlint.diagnostics import Applicability
 from devlint.rules.base import Invalid, Rule
@@ -66,6 +67,13 @@ class LoadWithoutMapLocation(Rule):
       nothing of where the caller's tensors live). A processed dataset file.
       Not when the loading function takes the path from its caller: that may
       name any file.
+
+    - **Written by a CPU-only script beside it** (silent): the path is one
+      string (`torch.load("char-rnn.pt")`), another script or notebook of the
+      same folder saves that string (`torch.save(rnn, "char-rnn.pt")` in
+      `train.py`), and no other file of the folder places anything on a device
+      (no `.cuda()`, `.to(d)`, `device=`, `"cuda"`): a tutorial's `train.py`
+      and `predict.py`. The file holds CPU tensors only.
 
     Paths match by how they are written (`path`, `tmp.name` as `tmp`,
     `open(path, "wb")` as `path`, `self.processed_paths[0]`), never by guessing
@@ -363,6 +371,15 @@ class LoadWithoutMapLocation(Rule):
         super().begin_file(context)
         self._evidence = CheckpointEvidence(context.module, context.names)
 
+    def _written_beside_from_cpu(self, load: cst.Call) -> bool:
+        """A file name written out (`torch.load("char-rnn.pt")`) that a CPU-only script of the
+        same folder saves (see `project.saved_beside_from_cpu`)."""
+        path = argument(load, 0, "f")
+        file_name = string_value(path.value) if path is not None else None
+        if not file_name:
+            return False
+        return saved_beside_from_cpu(self.context.path, file_name) is not None
+
     def visit_Call(self, node: cst.Call) -> None:
         if self.context.names.qualified_name(node.func) != "torch.load":
             return
@@ -381,7 +398,7 @@ class LoadWithoutMapLocation(Rule):
         enclosing = self.context.scopes.current_class()
         classes = () if enclosing is None else (enclosing.name, *enclosing.bases)
         evidence = self._evidence.evidence(node, scope, statement, classes)
-        if evidence.safe is not None:
+        if evidence.safe is not None or self._written_beside_from_cpu(node):
             return
         # Without evidence of a checkpoint, the file may hold any tensors (latents, features).
         hazard = (

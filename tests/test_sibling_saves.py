@@ -1,0 +1,113 @@
+"""DEV008 across the scripts of one folder: a file name that a CPU-only script beside the
+loading one saves (a tutorial's `train.py` and `predict.py`) holds CPU tensors only."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from devlint.api import lint_paths
+from devlint.config import ConfigResolver, RuleSelection
+
+from .helpers import count_lints, write_later
+
+TRAIN = """\
+import torch
+from model import RNN
+
+rnn = RNN()
+for p in rnn.parameters():
+    p.data.add_(-0.1, p.grad.data)
+torch.save(rnn, "char-rnn.pt")
+"""
+MODEL = """\
+from torch import nn
+
+
+class RNN(nn.Module):
+    def forward(self, x):
+        return x
+"""
+PREDICT = """\
+import torch
+
+rnn = torch.load("char-rnn.pt")
+"""
+_write = write_later
+
+
+def _notebook(*cells: str) -> str:
+    return json.dumps(
+        {
+            "cells": [
+                {"cell_type": "code", "metadata": {}, "source": cell, "outputs": []}
+                for cell in cells
+            ],
+            "metadata": {},
+            "nbformat": 4,
+            "nbformat_minor": 5,
+        }
+    )
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    root = tmp_path / "char-rnn"
+    _write(root / "train.py", TRAIN)
+    _write(root / "model.py", MODEL)
+    _write(root / "predict.py", PREDICT)
+    return root
+
+
+def _loads_flagged(root: Path, cache_dir: Path | None = None) -> list[tuple[str, int]]:
+    resolver = ConfigResolver(RuleSelection(("DEV008",)))
+    summary = lint_paths([root], resolver, False, cache_dir=cache_dir)
+    return [(Path(f.path).name, f.start.row) for f in summary.findings if f.code == "DEV008"]
+
+
+def test_a_cpu_only_training_script_beside_the_load_makes_it_safe(folder: Path) -> None:
+    assert _loads_flagged(folder) == []
+
+
+@pytest.mark.parametrize(
+    "sibling, text",
+    [
+        ("train.py", TRAIN.replace("rnn = RNN()", "rnn = RNN().cuda()")),
+        ("train.py", TRAIN.replace("RNN()", 'RNN().to("mps")')),
+        ("model.py", MODEL.replace("return x", "return x.to(self.device)")),
+        ("utils.py", 'import torch\nDEVICE = "cuda:0"\n'),
+        ("train.py", TRAIN.replace('"char-rnn.pt"', '"char-rnn-gpu.pt"')),  # another file
+        ("train.py", TRAIN.replace('"char-rnn.pt"', 'f"char-rnn.pt"')),  # not a plain string
+        ("broken.py", "def train(:\n"),  # what it does cannot be told
+        ("training.ipynb", _notebook("import torch\n", 'x = torch.ones(2, device="cuda")\n')),
+    ],
+)
+def test_a_folder_that_may_save_gpu_tensors_keeps_the_finding(
+    folder: Path, sibling: str, text: str
+) -> None:
+    _write(folder / sibling, text)
+    assert _loads_flagged(folder) == [("predict.py", 3)]
+
+
+def test_a_notebook_that_saves_on_the_cpu_counts_as_a_script(folder: Path) -> None:
+    (folder / "train.py").unlink()
+    _write(folder / "train.ipynb", _notebook("import torch\n", 'torch.save({}, "char-rnn.pt")\n'))
+    assert _loads_flagged(folder) == []
+
+
+def test_a_path_written_elsewhere_than_one_string_keeps_the_finding(folder: Path) -> None:
+    _write(folder / "predict.py", PREDICT.replace('"char-rnn.pt"', 'args.model or "char-rnn.pt"'))
+    assert _loads_flagged(folder) == [("predict.py", 3)]
+
+
+def test_the_cache_relints_the_load_when_a_sibling_starts_using_a_gpu(
+    folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache_dir = tmp_path / "cache"
+    assert _loads_flagged(folder, cache_dir) == []
+    linted = count_lints(monkeypatch)
+    _write(folder / "train.py", TRAIN.replace("rnn = RNN()", "rnn = RNN().cuda()"))
+    assert _loads_flagged(folder, cache_dir) == [("predict.py", 3)]
+    assert sorted(linted) == ["predict.py", "train.py"]
