@@ -1,5 +1,6 @@
-"""DEV008 across the scripts of one folder: a file name that a CPU-only script beside the
-loading one saves (a tutorial's `train.py` and `predict.py`) holds CPU tensors only."""
+"""DEV008 across files: a file name that a CPU-only script beside the loading one saves (a
+tutorial's `train.py` and `predict.py`) holds CPU tensors only, and so does what a file saves
+and loads back where neither it nor the project files it imports move anything to a device."""
 
 from __future__ import annotations
 
@@ -111,3 +112,45 @@ def test_the_cache_relints_the_load_when_a_sibling_starts_using_a_gpu(
     _write(folder / "train.py", TRAIN.replace("rnn = RNN()", "rnn = RNN().cuda()"))
     assert _loads_flagged(folder, cache_dir) == [("predict.py", 3)]
     assert sorted(linted) == ["predict.py", "train.py"]
+
+
+TUTORIAL = """\
+import torch
+from model import RNN
+
+
+def save():
+    rnn = RNN()
+    torch.save(rnn.state_dict(), "rnn.pt")
+
+
+def restore():
+    rnn = RNN()
+    rnn.load_state_dict(torch.load("rnn.pt"))
+"""
+
+
+def test_a_file_saving_what_it_loads_with_no_device_anywhere_is_safe(tmp_path: Path) -> None:
+    root = tmp_path / "tutorial"
+    _write(root / "model.py", MODEL)
+    _write(root / "save_reload.py", TUTORIAL)
+    _write(root / "gpu_demo.py", "import torch\nx = torch.ones(2).cuda()\n")  # not imported
+    assert _loads_flagged(root) == []
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        MODEL.replace(
+            "    def forward", "    def __init__(self):\n        self.cuda()\n\n    def forward"
+        ),
+        "def train(:\n",  # what it does cannot be told
+    ],
+)
+def test_an_imported_model_that_may_move_itself_keeps_the_finding(
+    tmp_path: Path, model: str
+) -> None:
+    root = tmp_path / "tutorial"
+    _write(root / "model.py", model)
+    _write(root / "save_reload.py", TUTORIAL)
+    assert _loads_flagged(root) == [("save_reload.py", 12)]

@@ -800,7 +800,7 @@ class CallEvaluator:
             evidence = f"output of `{shown}`, {callee.placement.evidence}".rstrip(", ")
             return Value(
                 Kind.TENSOR,
-                Placement(callee.where, callee.placement.device, evidence, callee.placement.origin),
+                replace(callee.placement, evidence=evidence),
                 module_output=not callee.returns_tensor,
             )
         # A module accepting an input on a device runs on that device, and so is its output;

@@ -11,6 +11,9 @@ gathers the evidence a file holds about one load:
   function made (``with tempfile.TemporaryDirectory() as d``, ``tempfile.mkdtemp()``, pytest's
   ``tmp_path``), and the function saves into it (``model.save_pretrained(d)``): this process
   wrote what it reads. Not where it only downloads into it (``get_file(url, d)``).
+- **Safe, nothing moved**: the same file saves the same path from what it made (not a value
+  its caller passed in), and neither it nor a project file it imports moves anything to a
+  device: a CPU-only tutorial saving and reloading its model.
 - **Safe, CPU data**: the same file saves the same path (``self.processed_paths[0]``) from
   values that show no device (no ``.state_dict()``, ``.cuda()``, ``.to()``, ``device=``, in a
   function that moves nothing to a device): a processed dataset file.
@@ -293,9 +296,19 @@ def _bound_names(statement: cst.BaseSmallStatement) -> list[str]:
 class CheckpointEvidence:
     """Answers, for one file, what the file says about each of its ``torch.load`` calls."""
 
-    def __init__(self, module: cst.Module, names: ImportMap) -> None:
+    def __init__(
+        self,
+        module: cst.Module,
+        names: ImportMap,
+        moves_to_device: Callable[[], Optional[bool]] = lambda: None,
+    ) -> None:
         self._module = module
         self._names = names
+        # Whether the file or a project file it imports moves anything to a device (None:
+        # unknown), asked once, where a save of the loaded path needs it.
+        self._ask_moves_to_device = moves_to_device
+        self._moves_to_device: Optional[bool] = None
+        self._asked = False
         # Per file, computed on the first load that needs it: (key, saved value, saving scope).
         self._saves: Optional[list[tuple[str, cst.BaseExpression, Scope]]] = None
         # The file name each save writes, where written out (`"trainfeat.pth"`), and its value.
@@ -352,18 +365,22 @@ class CheckpointEvidence:
                 and not _exclusive_branches(scope, load, value)
             ):
                 continue  # the loaded checkpoint, upgraded and saved back: no evidence
+            made_here = (own or not chosen_by_caller) and not _from_caller(value, saving_scope)
+            if made_here and self._moves_nothing():
+                return LoadEvidence(safe="saved by this file, which moves nothing to a device")
             if _shows_device(value) or _shows_device(saving_scope):
                 return LoadEvidence(checkpoint=checkpoint or self._saved_from(value))
-            if (
-                checkpoint is None
-                and (own or not chosen_by_caller)
-                and not _from_caller(value, saving_scope)
-            ):
+            if checkpoint is None and made_here:
                 return LoadEvidence(safe="saved by this file from CPU values")
         if checkpoint is None and _is_dataset(classes) and not self._used_as_model(load, statement):
             # A dataset's tensors feed a DataLoader, which prepares them on the CPU.
             return LoadEvidence(safe="a dataset's data file: its loader reads CPU tensors")
         return LoadEvidence(checkpoint=checkpoint)
+
+    def _moves_nothing(self) -> bool:
+        if not self._asked:
+            self._moves_to_device, self._asked = self._ask_moves_to_device(), True
+        return self._moves_to_device is False
 
     def _used_as_model(self, load: cst.Call, statement: Optional[cst.CSTNode]) -> bool:
         """Whether what ``load`` returns is used as a whole model: called, or given a module's

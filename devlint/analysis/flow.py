@@ -33,6 +33,7 @@ from devlint.analysis.contexts import (
     defaults_of,
 )
 from devlint.analysis.docstrings import documented_tensors
+from devlint.analysis.flags import flag_tested, flags_bound_once, forget_unmoved, remember_flag
 from devlint.analysis.guards import expects_error_in_syntax
 from devlint.analysis.kinds import data_siblings, tensor_tested
 from devlint.analysis.loops import LoopFrame, PathCounts, loop_head, run_to_fixpoint
@@ -50,6 +51,7 @@ from devlint.analysis.parameters import (
     numeric_parameters,
     runs_on_cpu_by_design,
     tensor_parameters,
+    unpacked_tensor_items,
 )
 from devlint.analysis.project import ProjectView
 from devlint.analysis.syntax import (
@@ -163,6 +165,7 @@ class DeviceFlow(CallContexts):
         self._class_attributes: dict[str, Env] = {}
         self._module = module
         self._device_source: Optional[bool] = None
+        self._flags: Optional[frozenset[str]] = None
         self._uses: Optional[NameUses] = None
         self._returns_tensor: dict[str, bool] = {}  # see `class_returns_tensor`
         self._moved_helpers: Optional[frozenset[str]] = None
@@ -244,7 +247,11 @@ class DeviceFlow(CallContexts):
         callees: dict[FunctionNode, set[FunctionNode]],
     ) -> None:
         placed = self._placed_by_callers(function)
-        unit = Unit(function, tensor_parameters=contracts[function] - placed.keys())
+        unit = Unit(
+            function,
+            tensor_parameters=contracts[function] - placed.keys(),
+            tensor_items=self._tensor_items(function, ()),
+        )
         # A caller of a helper taking tensors runs for its calls, the helper's evidence.
         feeds = any(contracts[callee] for callee in callees[function])
         self._analyze(function, unit, {}, feeds, context=placed)
@@ -317,6 +324,7 @@ class DeviceFlow(CallContexts):
                     module_class,
                     forward=forward,
                     tensor_parameters=parameters,
+                    tensor_items=self._tensor_items(method, (name, *facts.bases)),
                     submodules=submodules,
                     numbers=numbers,
                     tensors=tensors,
@@ -351,6 +359,7 @@ class DeviceFlow(CallContexts):
         device, cpu = self._reachable(function)
         script = self._reachable(self._module)
         device = device or script[0] or unit.forward or bool(unit.tensor_parameters)
+        device = device or bool(unit.tensor_items)
         cpu = cpu or script[1] or self.facts.cpu_everywhere
         return device and (cpu or facts.numpy_call)
 
@@ -409,10 +418,8 @@ class DeviceFlow(CallContexts):
         a device: code that never does is CPU-side by design (an image resizer of a data
         pipeline), and there only an annotation saying `Tensor` (a typed API) makes a parameter
         the caller's."""
-        if self.test_module or runs_on_cpu_by_design(function, bases):
+        if not self._callers_contract(function, bases):
             return frozenset()
-        if self._results_moved(function, method=bool(tuple(bases))):
-            return frozenset()  # its callers move what it returns: it works on CPU data
         if not self._places_on_device():
             return frozenset(tensor_parameters(function, ()))
         documented = documented_tensors(function)
@@ -423,6 +430,25 @@ class DeviceFlow(CallContexts):
             return frozenset()  # the screen's names are a superset: nothing to refine
         used = names_used_as_tensors(function)
         return frozenset(tensor_parameters(function, used | documented))
+
+    def _callers_contract(self, function: FunctionNode, bases: Iterable[str]) -> bool:
+        """Whether ``function``'s tensors may live on its caller's device: not in a test module's
+        helpers or CPU-side code by design, nor in a function whose callers move what it
+        returns (it works on CPU data)."""
+        if self.test_module or runs_on_cpu_by_design(function, bases):
+            return False
+        return not self._results_moved(function, method=bool(tuple(bases)))
+
+    def _tensor_items(
+        self, function: FunctionNode, bases: Iterable[str]
+    ) -> dict[str, tuple[bool, ...]]:
+        """The parameters ``function`` unpacks into tensors (`features, lengths = batch`), which
+        live where the caller's tensors do; only in a file that places something on a device,
+        as for parameters used as tensors."""
+        bases = tuple(bases)
+        if not self._places_on_device() or not self._callers_contract(function, bases):
+            return {}
+        return unpacked_tensor_items(function)
 
     def _placed_by_callers(self, function: FunctionNode) -> Env:
         """The parameters every call of the file passes only CPU values, with those values
@@ -490,6 +516,8 @@ class DeviceFlow(CallContexts):
                 env[name] = Value(Kind.MODULE, Placement(where))
             elif name in self._numbers_of(function) and name not in unit.tensor_parameters:
                 env[name] = SCALAR  # `forward(self, x, seq_len)`: `torch.arange(seq_len)`
+            elif name in unit.tensor_items and name not in unit.tensor_parameters:
+                env[name] = _tensor_tuple(unit.tensor_items[name], name, unit.forward)
             elif unit.forward and index > 0:
                 env[name] = Value(Kind.UNKNOWN, Placement(Where.INPUT, evidence=f"input `{name}`"))
             elif name in unit.tensor_parameters:
@@ -590,6 +618,9 @@ class DeviceFlow(CallContexts):
             device, equal = tested
             _place_on_cpu(body_env if equal else orelse_env, device)
         _narrow_types(node.test, self.names, body_env, orelse_env)
+        flag = self._stable_flag(node.test)
+        if flag is not None:
+            forget_unmoved(flag, body_env, orelse_env)
         available = _accelerator_tested(node.test, self.names)
         with self.branching():
             with self._silenced_if(available is False):
@@ -599,7 +630,10 @@ class DeviceFlow(CallContexts):
         self._note_exits(body, orelse)
         omitted = _omitted_parameter(node.test, unit.function)
         given = env.get(omitted[0]) if omitted is not None else None
-        changed = _replace(env, merge(body, orelse))
+        merged = merge(body, orelse)
+        if flag is not None and merged is not None:
+            remember_flag(flag, body, orelse, merged)
+        changed = _replace(env, merged)
         if omitted is not None:
             parameter, when_true = omitted
             branch = body if when_true else orelse
@@ -610,6 +644,15 @@ class DeviceFlow(CallContexts):
                 # leaves the parameter alone, it holds what a caller passed).
                 env[parameter] = made
         return changed
+
+    def _stable_flag(self, test: ast.expr) -> Optional[tuple[str, bool]]:
+        """The flag ``test`` reads, where the file binds it once at most (see `flags`)."""
+        flag = flag_tested(test)
+        if flag is None:
+            return None
+        if self._flags is None:
+            self._flags = flags_bound_once(self._module)
+        return flag if flag[0] in self._flags else None
 
     @contextmanager
     def _silenced_if(self, condition: bool) -> Iterator[None]:
@@ -749,6 +792,13 @@ class DeviceFlow(CallContexts):
             env[dotted] = value
             if self.recording and value is not UNKNOWN:
                 self.values[target] = value
+
+
+def _tensor_tuple(items: tuple[bool, ...], name: str, forward: bool) -> Value:
+    """A parameter unpacked into tensors of the caller's device (see `Unit.tensor_items`)."""
+    evidence = f"an item of {'input' if forward else 'parameter'} `{name}`"
+    tensor = Value(Kind.TENSOR, Placement(Where.INPUT, evidence=evidence))
+    return Value(Kind.SEQUENCE, elements=tuple(tensor if item else UNKNOWN for item in items))
 
 
 def _on_cpu(value: Value) -> bool:

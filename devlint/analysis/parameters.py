@@ -17,6 +17,7 @@ beside them, which make the data and decide its device.
 from __future__ import annotations
 
 import ast
+from collections import Counter
 from collections.abc import Collection, Iterable
 from pathlib import PurePath
 from typing import Optional, Union
@@ -228,6 +229,51 @@ def tensor_parameters(function: FunctionNode, used_as_tensors: Collection[str]) 
             or (parameter.arg in used_as_tensors and not _annotated_otherwise(parameter))
         )
     }
+
+
+def unpacked_tensor_items(function: FunctionNode) -> dict[str, tuple[bool, ...]]:
+    """The parameters ``function`` unpacks in its own body's first statements (`features,
+    lengths = features_tuple`), each with, by position, whether the name unpacked there is a
+    tensor: used the way only a tensor is (`features.size(0)`) and bound nowhere else. A
+    caller's tuple of tensors holds them where the caller keeps its tensors."""
+    arguments = function.args
+    parameters = {p.arg for p in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)}
+    unpacks: dict[str, list[str]] = {}
+    for statement in function.body:
+        if not isinstance(statement, ast.Assign):
+            if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
+                continue  # the docstring
+            break
+        target, value = statement.targets[0], statement.value
+        if (
+            len(statement.targets) == 1
+            and isinstance(target, (ast.Tuple, ast.List))
+            and all(isinstance(element, ast.Name) for element in target.elts)
+            and isinstance(value, ast.Name)
+            and value.id in parameters
+        ):
+            unpacks[value.id] = [element.id for element in target.elts]  # type: ignore[attr-defined]
+    if not unpacks:
+        return {}
+    stores: Counter[str] = Counter()
+    tensors: set[str] = set()
+    for node in nodes_below(function):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            stores[node.id] += 1
+        elif (
+            isinstance(node, ast.Attribute)
+            and node.attr in TENSOR_ONLY_ATTRIBUTES
+            and isinstance(node.value, ast.Name)
+        ):
+            tensors.add(node.value.id)
+        elif isinstance(node, ast.Call) and (sized := size_called(node)) is not None:
+            tensors.add(sized)
+    found = {
+        parameter: tuple(name in tensors and stores[name] == 1 for name in names)
+        for parameter, names in unpacks.items()
+        if stores[parameter] == 0
+    }
+    return {parameter: items for parameter, items in found.items() if any(items)}
 
 
 def _annotated_otherwise(parameter: ast.arg) -> bool:

@@ -22,7 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from devlint.analysis.summaries import Summary, imported_names, summarise, summary_digest
+from devlint.analysis.summaries import (
+    Summary,
+    imported_names,
+    summarise,
+    summarise_devices,
+    summary_digest,
+)
 from devlint.analysis.syntax import dotted_name
 from devlint.complexity import parse_quietly
 from devlint.notebook import NOTEBOOK_SUFFIX, NotebookError, parse_notebook
@@ -121,6 +127,27 @@ def saved_beside_from_cpu(linted: str, file_name: str) -> Optional[str]:
         if file_name in stamped.summary["saves"]:
             saver = saver or sibling.name
     return saver
+
+
+def moves_to_device(linted: str, source: str) -> Optional[bool]:
+    """Whether the file, or a project file it imports, moves anything to a device (`.cuda()`,
+    `.to(d)`, `device=d`, a `"cuda"` string): a model its own classes build and it trains stays
+    on the CPU where none does. None where a file cannot be read."""
+    try:
+        tree = parse_quietly(source)
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    if summarise_devices(tree):
+        return True
+    view = ProjectView.of(linted, tree)
+    for module in view.imported_files() if view is not None else ():
+        stamped = stamped_summary(module)
+        if stamped is None:
+            return None
+        _record(linted, module, stamped)
+        if stamped.summary is None or stamped.summary["moves_to_device"]:
+            return None if stamped.summary is None else True
+    return False
 
 
 def take_dependencies(path: str) -> dict[str, list[object]]:
@@ -229,6 +256,19 @@ class ProjectView:
         real = Path(os.path.abspath(path))
         _DEPENDENCIES.setdefault(path, {})
         return cls(real, imports, search_roots(real), path, tree)
+
+    def imported_files(self) -> set[str]:
+        """The project files the file's imports name: a module (`import fc_model`, `from . import
+        layers`), or the module a name is taken from (`from model import Net`)."""
+        found: set[str] = set()
+        for level, target in self.imports.values():
+            parts = target.split(".")
+            module = self._file(self.path, level, parts)
+            if module is None and len(parts) > 1:
+                module = self._file(self.path, level, parts[:-1])
+            if module is not None:
+                found.add(module)
+        return found
 
     def lookup(self, dotted: Optional[str]) -> Optional[Found]:
         """The project class or function ``dotted`` names in this file (`Net`, `utils.score`)."""

@@ -630,3 +630,8 @@ def _saves_and_devices(
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             on_device = on_device or node.value.startswith("cuda")
     return sorted(saves), on_device
+
+
+def summarise_devices(tree: ast.Module) -> bool:
+    """Whether anything in the file moves a value to a device (see `_saves_and_devices`)."""
+    return _saves_and_devices(tree, lambda node: dotted_name(node) or "")[1]

@@ -23,6 +23,9 @@ class Unit:
     forward: bool = False
     # Parameters that are tensors on the caller's device (see `parameters`).
     tensor_parameters: frozenset[str] = frozenset()
+    # Parameters the function unpacks into tensors of the caller's device, with which items
+    # are (see `parameters.unpacked_tensor_items`).
+    tensor_items: Mapping[str, tuple[bool, ...]] = field(default_factory=dict)
     # In a module's methods: the attributes `__init__` sets to a torch layer with parameters,
     # which run on the module's device (`self.embedding(positions)` in `forward`).
     submodules: frozenset[str] = frozenset()

@@ -41,6 +41,10 @@ class Placement:
     device: str = ""  # how the device is written, for DEVICE
     evidence: str = ""  # "from the DataLoader", "moved to `device`"
     origin: Optional[ast.AST] = None  # the node (of CPython's tree) the evidence points at
+    # For MAYBE_DEVICE: the flag whose truth moved it (`if self.gpu_mode: self.G.cuda()`), and
+    # that truth (see `flags`).
+    flag: str = ""
+    moved_when: bool = True
 
     def same_place(self, other: Placement) -> bool:
         return self.where is other.where and self.device == other.device
@@ -151,6 +155,8 @@ def _join(first: Value, second: Value) -> Value:
         if maybe is not None:
             return Value(Kind.TENSOR, maybe)
         return Value(kind, scalar=first.scalar and second.scalar)
+    if first.placement.flag != second.placement.flag:  # moved under two flags: under neither
+        first = first.placed(replace(first.placement, flag=""))
     if (
         kind is first.kind
         and first.scalar == second.scalar
@@ -182,7 +188,10 @@ def _maybe_on_device(first: Value, second: Value) -> Optional[Placement]:
     if any(side.where is Where.CPU and _moved_back(side) for side in (first, second)):
         return None  # `if cuda: x = x.cpu()`, undoing an earlier `if cuda: x = x.cuda()`
     device_side = first if first.where is not Where.CPU else second
-    return replace(device_side.placement, where=Where.MAYBE_DEVICE)
+    # Moved under a flag on one path, and on the other not moved: still under that flag.
+    flags = {side.placement.flag for side in (first, second) if side.where is not Where.CPU}
+    flag = device_side.placement.flag if len(flags) == 1 else ""
+    return replace(device_side.placement, where=Where.MAYBE_DEVICE, flag=flag)
 
 
 def _moved_back(value: Value) -> bool:

@@ -5,7 +5,7 @@ import libcst as cst
 from devlint.analysis.checkpoints import CheckpointEvidence
 from devlint.analysis.devices import argument, has_star_kwargs, string_value
 from devlint.analysis.prefilter import TORCH_LOAD
-from devlint.analysis.project import saved_beside_from_cpu
+from devlint.analysis.project import moves_to_device, saved_beside_from_cpu
 from devlint.context import FileContext, NodeEdit, RawFix
 from devlint.diagnostics import Applicability
 from devlint.rules.base import Invalid, Rule
@@ -68,6 +68,11 @@ class LoadWithoutMapLocation(Rule):
       Not when the loading function takes the path from its caller: that may
       name any file.
 
+    - **Saved by this file, which moves nothing to a device** (silent): the
+      file saves the same path from what it made itself (not a value its caller
+      passed in), and neither it nor a project file it imports has a `.cuda()`,
+      `.to(d)`, `device=` or `"cuda"`: a CPU-only tutorial saving its model and
+      loading it back, checkpoint or not.
     - **Written by a CPU-only script beside it** (silent): the path is one
       string (`torch.load("char-rnn.pt")`), another script or notebook of the
       same folder saves that string (`torch.save(rnn, "char-rnn.pt")` in
@@ -113,6 +118,10 @@ class LoadWithoutMapLocation(Rule):
     required_patterns = (TORCH_LOAD,)
 
     VALID = (
+        # a CPU-only tutorial saves its model and loads it back: nothing moves to a device
+        "import torch\nfrom torch import nn\ndef save():\n    net = nn.Linear(2, 2)\n"
+        "    torch.save(net.state_dict(), 'net_params.pkl')\ndef restore():\n"
+        "    net = nn.Linear(2, 2)\n    net.load_state_dict(torch.load('net_params.pkl'))",
         "import torch\nstate = torch.load('ckpt.pt', map_location='cpu')",
         "import torch\nstate = torch.load('ckpt.pt', map_location=device)",
         "import torch\nstate = torch.load('ckpt.pt', 'cpu')",
@@ -191,6 +200,15 @@ class LoadWithoutMapLocation(Rule):
         "    self.scaler.load_state_dict(state)",
     )
     INVALID = (
+        # the same tutorial where a device is used: the saved tensors may be a GPU's
+        Invalid(
+            "import torch\nfrom torch import nn\ndef save():\n    net = nn.Linear(2, 2)\n"
+            "    net.to('mps')\n    torch.save(net.state_dict(), 'net_params.pkl')\n"
+            "def restore():\n    net = nn.Linear(2, 2)\n"
+            "    net.load_state_dict(torch.load('net_params.pkl'))",
+            9,
+            25,
+        ),
         Invalid("import torch\nstate = torch.load('ckpt.pt')", 2, 9, "map_location"),
         # a helper's parameter is not the module's name it shadows: the module's save of
         # `fn` (a corpus cache) says nothing of the models the helper loads
@@ -369,7 +387,11 @@ class LoadWithoutMapLocation(Rule):
 
     def begin_file(self, context: FileContext) -> None:
         super().begin_file(context)
-        self._evidence = CheckpointEvidence(context.module, context.names)
+        self._evidence = CheckpointEvidence(
+            context.module,
+            context.names,
+            lambda: moves_to_device(context.path, context.source),
+        )
 
     def _written_beside_from_cpu(self, load: cst.Call) -> bool:
         """A file name written out (`torch.load("char-rnn.pt")`) that a CPU-only script of the

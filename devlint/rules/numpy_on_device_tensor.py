@@ -37,7 +37,11 @@ class NumpyOnDeviceTensor(FlowRule):
 
     On some paths is enough: `if use_gpu: x = x.cuda()` (or `model = model.cuda()`)
     makes `x` (or what `model` computes) a tensor that may be on a GPU, and so is
-    what a module computes from an input that may be there.
+    what a module computes from an input that may be there. Except where a later
+    test of the same flag says the move did not happen: `if self.gpu_mode:
+    self.G.cuda()`, then `if self.gpu_mode: s = s.cpu().numpy()` `else: s =
+    s.numpy()`; the flag (a name or a dotted one) must be bound once at most in
+    the file, so that both tests read the same truth.
 
     ## Why is this bad?
     NumPy arrays live in host memory: on a CUDA tensor `.numpy()` raises "can't
@@ -73,6 +77,14 @@ class NumpyOnDeviceTensor(FlowRule):
     required_patterns = (DEVICE_SOURCE_OR_TENSOR_TYPE,)
 
     VALID = (
+        # the `else` of the flag the move was made under: nothing moved there
+        "import torch\nfrom torch import nn\nclass Trainer:\n    def __init__(self, args):\n"
+        "        self.gpu_mode = args.gpu_mode\n        self.G = nn.Linear(3, 3)\n"
+        "        if self.gpu_mode:\n            self.G.cuda()\n    def show(self, z):\n"
+        "        samples = self.G(z)\n        if self.gpu_mode:\n"
+        "            return samples.cpu().numpy()\n        return samples.data.numpy()",
+        "import torch\nuse_gpu = torch.cuda.is_available()\nx = torch.ones(3)\n"
+        "if use_gpu:\n    x = x.cuda()\nif not use_gpu:\n    print(x.numpy())",
         # a module class whose `forward` moves its output to the CPU
         "import numpy as np\nimport torch\nfrom torch import nn\n"
         "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
@@ -171,6 +183,20 @@ class NumpyOnDeviceTensor(FlowRule):
         "m = np.mean(rnn(x))",
     )
     INVALID = (
+        # the flag is bound again in between: its two tests may read two truths
+        Invalid(
+            "import torch\nuse_gpu = torch.cuda.is_available()\nx = torch.ones(3)\n"
+            "if use_gpu:\n    x = x.cuda()\nuse_gpu = False\nif not use_gpu:\n    print(x.numpy())",
+            8,
+            11,
+        ),
+        # two flags: the second says nothing of the first's move
+        Invalid(
+            "import torch\nx = torch.ones(3)\nif args.cuda:\n    x = x.cuda()\n"
+            "if not args.plot:\n    print(x.numpy())",
+            6,
+            11,
+        ),
         # A module class of the file whose `forward` returns one tensor: its output is one.
         Invalid(
             "import numpy as np\nimport torch\nfrom torch import nn\n"
