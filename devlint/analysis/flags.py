@@ -3,10 +3,10 @@
 `if self.gpu_mode: self.G.cuda()` leaves `self.G` on a device on one path and on the CPU on the
 other (`Where.MAYBE_DEVICE`). A later `if self.gpu_mode: ... else: samples.data.numpy()` runs
 its `else` only where nothing moved: there `samples` is on the CPU, and `.numpy()` works. The
-flag must be a name (or a dotted one, `args.cuda`) the whole file binds once at most, so that
-its truth is the same at the move and at the test; its value is then remembered with the
-placement (`Placement.flag`), and a branch where the flag says "not moved" forgets the
-placement (precision first: nothing is claimed there, not even the CPU).
+flag must hold one truth at both tests (see `flags_bound_once`); its name and the truth that
+moved the value are remembered with the placement (`Placement.flag`), and a branch where the
+flag says "not moved" forgets the placement (precision first: nothing is claimed there, not
+even the CPU).
 """
 
 from __future__ import annotations
@@ -32,17 +32,37 @@ def flag_tested(test: ast.expr) -> Optional[tuple[str, bool]]:
 
 
 def flags_bound_once(module: ast.Module) -> frozenset[str]:
-    """The dotted names the file binds once at most (an assignment, a parameter, a loop's
-    target, an import): a flag among them holds one truth wherever it is tested."""
+    """The flags that hold one truth wherever the file tests them: a name or a dotted name
+    one assignment outside any loop binds (`use_gpu = torch.cuda.is_available()`,
+    `self.gpu_mode = args.gpu_mode`), or a dotted name never bound whose root is such a name
+    (`args.cuda` of `args = parser.parse_args()`). Not a parameter or a loop's target: each
+    call or iteration may bind another truth, while what a move left in an attribute stays."""
     bound: Counter[str] = Counter()
-    for node in ast.walk(module):
+    outside_loops: set[str] = set()
+    tested: set[str] = set()
+    pending: list[tuple[ast.AST, bool]] = [(module, False)]
+    while pending:
+        node, in_loop = pending.pop()
         if isinstance(node, (ast.Name, ast.Attribute)) and not isinstance(node.ctx, ast.Load):
-            bound[dotted_name(node) or ""] += 1
+            name = dotted_name(node) or ""
+            bound[name] += 1
+            if not in_loop:
+                outside_loops.add(name)
         elif isinstance(node, ast.arg):
             bound[node.arg] += 1
         elif isinstance(node, ast.alias):
             bound[(node.asname or node.name).partition(".")[0]] += 1
-    return frozenset(name for name, count in bound.items() if name and count == 1)
+        elif isinstance(node, ast.If) and (flag := flag_tested(node.test)) is not None:
+            tested.add(flag[0])
+        looping = in_loop or isinstance(node, (ast.For, ast.AsyncFor, ast.While))
+        pending.extend((child, looping) for child in ast.iter_child_nodes(node))
+    stable = {name for name in outside_loops if name and bound[name] == 1}
+    attributes = {
+        name
+        for name in tested
+        if "." in name and bound[name] == 0 and name.partition(".")[0] in stable
+    }
+    return frozenset(stable | attributes)
 
 
 def remember_flag(

@@ -40,8 +40,9 @@ class NumpyOnDeviceTensor(FlowRule):
     what a module computes from an input that may be there. Except where a later
     test of the same flag says the move did not happen: `if self.gpu_mode:
     self.G.cuda()`, then `if self.gpu_mode: s = s.cpu().numpy()` `else: s =
-    s.numpy()`; the flag (a name or a dotted one) must be bound once at most in
-    the file, so that both tests read the same truth.
+    s.numpy()`; the flag (a name or a dotted one) must be bound by one assignment
+    outside any loop (or be an attribute of such a name, `args.cuda`), so that
+    both tests read the same truth.
 
     ## Why is this bad?
     NumPy arrays live in host memory: on a CUDA tensor `.numpy()` raises "can't
@@ -85,6 +86,8 @@ class NumpyOnDeviceTensor(FlowRule):
         "            return samples.cpu().numpy()\n        return samples.data.numpy()",
         "import torch\nuse_gpu = torch.cuda.is_available()\nx = torch.ones(3)\n"
         "if use_gpu:\n    x = x.cuda()\nif not use_gpu:\n    print(x.numpy())",
+        "import argparse\nimport torch\nargs = argparse.ArgumentParser().parse_args()\n"
+        "x = torch.ones(3)\nif args.cuda:\n    x = x.cuda()\nif not args.cuda:\n    print(x.numpy())",
         # a module class whose `forward` moves its output to the CPU
         "import numpy as np\nimport torch\nfrom torch import nn\n"
         "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
@@ -189,6 +192,13 @@ class NumpyOnDeviceTensor(FlowRule):
             "if use_gpu:\n    x = x.cuda()\nuse_gpu = False\nif not use_gpu:\n    print(x.numpy())",
             8,
             11,
+        ),
+        # a loop's target: each iteration binds another truth, and `x` stays moved
+        Invalid(
+            "import torch\nx = torch.ones(3)\nfor use_gpu in (True, False):\n    if use_gpu:\n"
+            "        x = x.cuda()\n    if not use_gpu:\n        print(x.numpy())",
+            7,
+            15,
         ),
         # two flags: the second says nothing of the first's move
         Invalid(
