@@ -5,6 +5,7 @@ and loads back where neither it nor the project files it imports move anything t
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -83,13 +84,18 @@ def test_a_cpu_only_training_script_beside_the_load_makes_it_safe(folder: Path) 
         ("train.py", TRAIN.replace('"char-rnn.pt"', 'f"char-rnn.pt"')),  # not a plain string
         ("broken.py", "def train(:\n"),  # what it does cannot be told
         ("training.ipynb", _notebook("import torch\n", 'x = torch.ones(2, device="cuda")\n')),
+        ("model.py", MODEL + 'torch.set_default_tensor_type("torch.cuda.FloatTensor")\n'),
+        ("model.py", "from accelerate import Accelerator\n" + MODEL),  # another package
+        ("model.py", "from .layers import *\n" + MODEL),  # a relative import
+        ("train.py", TRAIN.replace("rnn = RNN()", "rnn = torch.load('pretrained.pt')")),
+        ("predict.py", PREDICT + "rnn.cuda()\ntorch.save(rnn, 'char-rnn.pt')\n"),
     ],
 )
 def test_a_folder_that_may_save_gpu_tensors_keeps_the_finding(
     folder: Path, sibling: str, text: str
 ) -> None:
     _write(folder / sibling, text)
-    assert _loads_flagged(folder) == [("predict.py", 3)]
+    assert ("predict.py", 3) in _loads_flagged(folder)
 
 
 def test_a_notebook_that_saves_on_the_cpu_counts_as_a_script(folder: Path) -> None:
@@ -154,3 +160,17 @@ def test_an_imported_model_that_may_move_itself_keeps_the_finding(
     _write(root / "model.py", model)
     _write(root / "save_reload.py", TUTORIAL)
     assert _loads_flagged(root) == [("save_reload.py", 12)]
+
+
+def test_a_sibling_added_later_relints_the_load(
+    folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache_dir = tmp_path / "cache"
+    assert _loads_flagged(folder, cache_dir) == []
+    _write(folder / "gpu_train.py", "import torch\nx = torch.ones(2).cuda()\n")
+    assert _loads_flagged(folder, cache_dir) == [("predict.py", 3)]
+
+
+def test_a_pipe_named_like_a_script_is_not_read(folder: Path) -> None:
+    os.mkfifo(folder / "pipe.py")  # reading it would wait for a writer forever
+    assert _loads_flagged(folder / "predict.py") == []

@@ -11,9 +11,9 @@ gathers the evidence a file holds about one load:
   function made (``with tempfile.TemporaryDirectory() as d``, ``tempfile.mkdtemp()``, pytest's
   ``tmp_path``), and the function saves into it (``model.save_pretrained(d)``): this process
   wrote what it reads. Not where it only downloads into it (``get_file(url, d)``).
-- **Safe, nothing moved**: the same file saves the same path from what it made (not a value
-  its caller passed in), and neither it nor a project file it imports moves anything to a
-  device: a CPU-only tutorial saving and reloading its model.
+- **Safe, no device at all**: the same file saves the same path from what it made (not a value
+  its caller passed in), and nothing it runs can place a value on a device (see `cpu_only`):
+  a CPU-only tutorial saving and reloading its model.
 - **Safe, CPU data**: the same file saves the same path (``self.processed_paths[0]``) from
   values that show no device (no ``.state_dict()``, ``.cuda()``, ``.to()``, ``device=``, in a
   function that moves nothing to a device): a processed dataset file.
@@ -300,15 +300,14 @@ class CheckpointEvidence:
         self,
         module: cst.Module,
         names: ImportMap,
-        moves_to_device: Callable[[], Optional[bool]] = lambda: None,
+        cpu_only: Callable[[], bool] = lambda: False,
     ) -> None:
         self._module = module
         self._names = names
-        # Whether the file or a project file it imports moves anything to a device (None:
-        # unknown), asked once, where a save of the loaded path needs it.
-        self._ask_moves_to_device = moves_to_device
-        self._moves_to_device: Optional[bool] = None
-        self._asked = False
+        # Whether nothing the file runs can place a value on a device (see `cpu_only`), asked
+        # once, where a save of the loaded path needs it.
+        self._ask_cpu_only = cpu_only
+        self._cpu_only: Optional[bool] = None
         # Per file, computed on the first load that needs it: (key, saved value, saving scope).
         self._saves: Optional[list[tuple[str, cst.BaseExpression, Scope]]] = None
         # The file name each save writes, where written out (`"trainfeat.pth"`), and its value.
@@ -366,7 +365,7 @@ class CheckpointEvidence:
             ):
                 continue  # the loaded checkpoint, upgraded and saved back: no evidence
             made_here = (own or not chosen_by_caller) and not _from_caller(value, saving_scope)
-            if made_here and self._moves_nothing():
+            if made_here and self._runs_on_cpu_only():
                 return LoadEvidence(safe="saved by this file, which moves nothing to a device")
             if _shows_device(value) or _shows_device(saving_scope):
                 return LoadEvidence(checkpoint=checkpoint or self._saved_from(value))
@@ -377,10 +376,10 @@ class CheckpointEvidence:
             return LoadEvidence(safe="a dataset's data file: its loader reads CPU tensors")
         return LoadEvidence(checkpoint=checkpoint)
 
-    def _moves_nothing(self) -> bool:
-        if not self._asked:
-            self._moves_to_device, self._asked = self._ask_moves_to_device(), True
-        return self._moves_to_device is False
+    def _runs_on_cpu_only(self) -> bool:
+        if self._cpu_only is None:
+            self._cpu_only = self._ask_cpu_only()
+        return self._cpu_only
 
     def _used_as_model(self, load: cst.Call, statement: Optional[cst.CSTNode]) -> bool:
         """Whether what ``load`` returns is used as a whole model: called, or given a module's

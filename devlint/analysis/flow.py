@@ -33,7 +33,14 @@ from devlint.analysis.contexts import (
     defaults_of,
 )
 from devlint.analysis.docstrings import documented_tensors
-from devlint.analysis.flags import flag_tested, flags_bound_once, forget_unmoved, remember_flag
+from devlint.analysis.flags import (
+    Forgotten,
+    flag_tested,
+    flags_bound_once,
+    forget_unmoved,
+    give_back,
+    remember_flag,
+)
 from devlint.analysis.guards import expects_error_in_syntax
 from devlint.analysis.kinds import data_siblings, tensor_tested
 from devlint.analysis.loops import LoopFrame, PathCounts, loop_head, run_to_fixpoint
@@ -618,9 +625,10 @@ class DeviceFlow(CallContexts):
             device, equal = tested
             _place_on_cpu(body_env if equal else orelse_env, device)
         _narrow_types(node.test, self.names, body_env, orelse_env)
-        flag = self._stable_flag(node.test)
+        flag = flag_tested(node.test)
+        forgotten: tuple[Forgotten, Forgotten] = ({}, {})
         if flag is not None:
-            forget_unmoved(flag, body_env, orelse_env)
+            forgotten = forget_unmoved(flag, body_env, orelse_env, self._holds_one_truth)
         available = _accelerator_tested(node.test, self.names)
         with self.branching():
             with self._silenced_if(available is False):
@@ -628,6 +636,9 @@ class DeviceFlow(CallContexts):
             with self._silenced_if(available is True):  # `elif` is an `if` in here
                 orelse = self.exec_block(node.orelse, orelse_env, unit)
         self._note_exits(body, orelse)
+        if body is not None and orelse is not None:  # (else only one branch goes on: its word)
+            give_back(body, forgotten[0])
+            give_back(orelse, forgotten[1])
         omitted = _omitted_parameter(node.test, unit.function)
         given = env.get(omitted[0]) if omitted is not None else None
         merged = merge(body, orelse)
@@ -645,14 +656,11 @@ class DeviceFlow(CallContexts):
                 env[parameter] = made
         return changed
 
-    def _stable_flag(self, test: ast.expr) -> Optional[tuple[str, bool]]:
-        """The flag ``test`` reads, where the file binds it once at most (see `flags`)."""
-        flag = flag_tested(test)
-        if flag is None:
-            return None
+    def _holds_one_truth(self, flag: str) -> bool:
+        """Whether the file binds ``flag`` so that all its tests read one truth (see `flags`)."""
         if self._flags is None:
             self._flags = flags_bound_once(self._module)
-        return flag if flag[0] in self._flags else None
+        return flag in self._flags
 
     @contextmanager
     def _silenced_if(self, condition: bool) -> Iterator[None]:

@@ -237,8 +237,16 @@ def unpacked_tensor_items(function: FunctionNode) -> dict[str, tuple[bool, ...]]
     tensor: used the way only a tensor is (`features.size(0)`) and bound nowhere else. A
     caller's tuple of tensors holds them where the caller keeps its tensors."""
     arguments = function.args
-    parameters = {p.arg for p in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)}
+    every = (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)
+    # (`pair: Tuple[np.ndarray, np.ndarray]`: the author says what the items are; a bare
+    # `tuple` does not)
+    parameters = {
+        p.arg
+        for p in every
+        if not (isinstance(p.annotation, ast.Subscript) and _annotated_otherwise(p))
+    }
     unpacks: dict[str, list[str]] = {}
+    twice: set[str] = set()
     for statement in function.body:
         if not isinstance(statement, ast.Assign):
             if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
@@ -252,6 +260,8 @@ def unpacked_tensor_items(function: FunctionNode) -> dict[str, tuple[bool, ...]]
             and isinstance(value, ast.Name)
             and value.id in parameters
         ):
+            if value.id in unpacks:
+                twice.add(value.id)  # two readings of one tuple: which is right is unknown
             unpacks[value.id] = [element.id for element in target.elts]  # type: ignore[attr-defined]
     if not unpacks:
         return {}
@@ -271,7 +281,7 @@ def unpacked_tensor_items(function: FunctionNode) -> dict[str, tuple[bool, ...]]
     found = {
         parameter: tuple(name in tensors and stores[name] == 1 for name in names)
         for parameter, names in unpacks.items()
-        if stores[parameter] == 0
+        if stores[parameter] == 0 and parameter not in twice
     }
     return {parameter: items for parameter, items in found.items() if any(items)}
 

@@ -17,26 +17,19 @@ from __future__ import annotations
 
 import ast
 import functools
+import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from devlint.analysis.summaries import (
-    Summary,
-    imported_names,
-    summarise,
-    summarise_devices,
-    summary_digest,
-)
+from devlint.analysis.summaries import Summary, imported_names, summarise, summary_digest
 from devlint.analysis.syntax import dotted_name
 from devlint.complexity import parse_quietly
-from devlint.notebook import NOTEBOOK_SUFFIX, NotebookError, parse_notebook
 
 _ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 _MAX_SIZE = 2_000_000  # larger files are not summarised (generated code, data)
 _MAX_HOPS = 4  # re-exports followed
-_MAX_SIBLINGS = 200  # a folder of more files is not read for the saves of one of them
 # Module methods that return the module itself.
 _SELF_RETURNING = frozenset({"to", "cuda", "cpu", "eval", "train", "float", "half", "double"})
 
@@ -68,23 +61,13 @@ def stamped_summary(path: str) -> Optional[Stamped]:
     summary: Optional[Summary] = None
     if stat.st_size <= _MAX_SIZE:
         try:
-            summary = summarise(parse_quietly(_program_of(path)))
+            summary = summarise(parse_quietly(Path(path).read_text(encoding="utf-8")))
         except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
-            summary = None
-        except NotebookError:  # not JSON, or not a notebook's
             summary = None
     digest = summary_digest(summary) if summary is not None else "-"
     stamped = Stamped(stat.st_mtime_ns, stat.st_size, digest, summary)
     _MEMO[path] = stamped
     return stamped
-
-
-def _program_of(path: str) -> str:
-    """The Python source of a file: a notebook's code cells as one program."""
-    data = Path(path).read_bytes()
-    if path.endswith(NOTEBOOK_SUFFIX):
-        return parse_notebook(data).program().source
-    return data.decode("utf-8")
 
 
 def _record(linted: str, consulted: str, stamped: Stamped) -> None:
@@ -95,68 +78,54 @@ def _record(linted: str, consulted: str, stamped: Stamped) -> None:
     ]
 
 
-def saved_beside_from_cpu(linted: str, file_name: str) -> Optional[str]:
-    """The file of ``linted``'s folder that saves ``file_name`` as written (`torch.save(rnn,
-    "char-rnn.pt")`), where no other file of the folder (scripts and notebooks) moves anything
-    to a device: what it saves holds CPU tensors only, as in a tutorial whose `train.py` writes
-    what its `predict.py` reads. None where no such file saves it, or a file of the folder
-    cannot be read. (A file added to the folder later is not seen by a cached result.)"""
-    linted_path = Path(os.path.abspath(linted))
-    if not linted_path.is_file():
-        return None  # standard input: no folder to read
-    try:
-        siblings = sorted(
-            entry
-            for entry in linted_path.parent.iterdir()
-            if entry.suffix in (".py", NOTEBOOK_SUFFIX) and entry != linted_path
-        )
-    except OSError:
-        return None
-    if len(siblings) > _MAX_SIBLINGS:
-        return None
-    saver: Optional[str] = None
-    for sibling in siblings:
-        stamped = stamped_summary(str(sibling))
-        if stamped is None:
-            return None  # gone since the folder was listed
-        _record(linted, str(sibling), stamped)
-        if stamped.summary is None:
-            return None  # what it does cannot be told
-        if stamped.summary["moves_to_device"]:
-            return None
-        if file_name in stamped.summary["saves"]:
-            saver = saver or sibling.name
-    return saver
-
-
-def moves_to_device(linted: str, source: str) -> Optional[bool]:
-    """Whether the file, or a project file it imports, moves anything to a device (`.cuda()`,
-    `.to(d)`, `device=d`, a `"cuda"` string): a model its own classes build and it trains stays
-    on the CPU where none does. None where a file cannot be read."""
-    try:
-        tree = parse_quietly(source)
-    except (SyntaxError, ValueError, RecursionError):
-        return None
-    if summarise_devices(tree):
-        return True
-    view = ProjectView.of(linted, tree)
-    for module in view.imported_files() if view is not None else ():
-        stamped = stamped_summary(module)
-        if stamped is None:
-            return None
-        _record(linted, module, stamped)
-        if stamped.summary is None or stamped.summary["moves_to_device"]:
-            return None if stamped.summary is None else True
-    return False
-
-
 def take_dependencies(path: str) -> dict[str, list[object]]:
     """The dependencies the lint of ``path`` recorded (and forget them)."""
     return _DEPENDENCIES.pop(path, {})
 
 
+def record_dependency(linted: str, consulted: str, kind: str, digest: str) -> None:
+    """A dependency other than a summary: a file's ``"content"`` or a folder's ``"listing"``,
+    by ``digest`` (see `content_digest`, `listing_digest`)."""
+    try:
+        stat = os.stat(consulted)
+        stamp: list[object] = [stat.st_mtime_ns, stat.st_size, digest, kind]
+    except OSError:
+        stamp = [0, 0, "-", kind]
+    _DEPENDENCIES.setdefault(linted, {})[consulted] = stamp
+
+
+def content_digest(path: str) -> str:
+    try:
+        return hashlib.blake2b(Path(path).read_bytes(), digest_size=12).hexdigest()
+    except OSError:
+        return "-"
+
+
+def listing_digest(folder: str) -> str:
+    """The digest of the names of a folder's scripts and notebooks."""
+    try:
+        names = sorted(entry.name for entry in os.scandir(folder) if entry.name.endswith(_CODE))
+    except OSError:
+        return "-"
+    return hashlib.blake2b("\n".join(names).encode(), digest_size=12).hexdigest()
+
+
+_CODE = (".py", ".ipynb")
+
+
 def dependency_holds(path: str, recorded: list[object]) -> bool:
-    """Whether the summary of ``path`` still has the recorded digest."""
+    """Whether the summary of ``path`` still has the recorded digest (or its content or, for a
+    folder, its listing, where that was recorded)."""
+    if len(recorded) == 4 and recorded[3] == "listing":
+        return listing_digest(path) == recorded[2]
+    if len(recorded) == 4 and recorded[3] == "content":
+        try:
+            stat = os.stat(path)
+        except OSError:
+            return recorded[2] == "-"
+        if [stat.st_mtime_ns, stat.st_size] == recorded[:2]:
+            return True
+        return content_digest(path) == recorded[2]
     try:
         mtime_ns, size, digest = recorded
         stat = os.stat(path)
@@ -256,19 +225,6 @@ class ProjectView:
         real = Path(os.path.abspath(path))
         _DEPENDENCIES.setdefault(path, {})
         return cls(real, imports, search_roots(real), path, tree)
-
-    def imported_files(self) -> set[str]:
-        """The project files the file's imports name: a module (`import fc_model`, `from . import
-        layers`), or the module a name is taken from (`from model import Net`)."""
-        found: set[str] = set()
-        for level, target in self.imports.values():
-            parts = target.split(".")
-            module = self._file(self.path, level, parts)
-            if module is None and len(parts) > 1:
-                module = self._file(self.path, level, parts[:-1])
-            if module is not None:
-                found.add(module)
-        return found
 
     def lookup(self, dotted: Optional[str]) -> Optional[Found]:
         """The project class or function ``dotted`` names in this file (`Net`, `utils.score`)."""

@@ -28,14 +28,7 @@ from typing import Any, Optional
 
 from devlint.analysis.contexts import none_defaulted
 from devlint.analysis.parameters import FunctionNode
-from devlint.analysis.syntax import (
-    CHILD_FIELDS,
-    child_fields,
-    dotted_name,
-    keyword_value,
-    string_value,
-)
-from devlint.analysis.syntax_screen import moves_to_device
+from devlint.analysis.syntax import CHILD_FIELDS, child_fields, dotted_name, keyword_value
 from devlint.analysis.torch_api import (
     COMBINING_FUNCTIONS,
     DEVICE_MOVES,
@@ -593,11 +586,8 @@ _NESTED_SCOPES = (*_FUNCTIONS, ast.ClassDef, ast.Lambda)
 def summarise(tree: ast.Module) -> Summary:
     """The summary of a file's top-level classes and functions, and of its imports."""
     summariser = _Summariser(tree)
-    saves, on_device = _saves_and_devices(tree, summariser.qualified)
     return {
         "format": FORMAT,
-        "saves": saves,
-        "moves_to_device": on_device,
         "imports": {name: [level, target] for name, (level, target) in summariser.imports.items()},
         "classes": {
             name: summariser.summarise_class(node) for name, node in summariser.classes.items()
@@ -608,30 +598,3 @@ def summarise(tree: ast.Module) -> Summary:
             if isinstance(statement, _FUNCTIONS)
         },
     }
-
-
-def _saves_and_devices(
-    tree: ast.Module, qualified: Callable[[ast.AST], str]
-) -> tuple[list[str], bool]:
-    """The file names the file's `torch.save` calls write, where written as one string
-    (`torch.save(rnn, "char-rnn.pt")`), and whether anything in it moves a value to a device
-    (`.cuda()`, `.to(d)`, `device=d`, a `"cuda"` string): a file that never does saves CPU
-    tensors only."""
-    saves: set[str] = set()
-    on_device = False
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            on_device = on_device or moves_to_device(node)
-            if qualified(node.func) == "torch.save":
-                target = node.args[1] if len(node.args) > 1 else keyword_value(node, "f")
-                written = string_value(target) if target is not None else None
-                if written is not None:
-                    saves.add(written)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            on_device = on_device or node.value.startswith("cuda")
-    return sorted(saves), on_device
-
-
-def summarise_devices(tree: ast.Module) -> bool:
-    """Whether anything in the file moves a value to a device (see `_saves_and_devices`)."""
-    return _saves_and_devices(tree, lambda node: dotted_name(node) or "")[1]

@@ -189,16 +189,11 @@ def _is_move(node: ast.expr) -> bool:
 
 
 def _places_on_device(call: ast.Call) -> bool:
-    if _method(call) in _PARAMETER_METHODS:
-        return True  # a module's parameters: on its device
-    return moves_to_device(call)
-
-
-def moves_to_device(call: ast.Call) -> bool:
-    """`x.cuda()`, `x.to(d)`, `torch.zeros(2, device=d)` (not `device="cpu"`)."""
     method = _method(call)
     if method == "cuda" or (method == "to" and has_arguments(call)):
         return True
+    if method in _PARAMETER_METHODS:
+        return True  # a module's parameters: on its device
     return any(
         keyword.arg == "device" and not _is_none_or_cpu(keyword.value) for keyword in call.keywords
     )

@@ -155,7 +155,10 @@ def _join(first: Value, second: Value) -> Value:
         if maybe is not None:
             return Value(Kind.TENSOR, maybe)
         return Value(kind, scalar=first.scalar and second.scalar)
-    if first.placement.flag != second.placement.flag:  # moved under two flags: under neither
+    if (first.placement.flag, first.placement.moved_when) != (
+        second.placement.flag,
+        second.placement.moved_when,
+    ):  # moved under two flags (or two truths of one): under neither
         first = first.placed(replace(first.placement, flag=""))
     if (
         kind is first.kind
@@ -189,7 +192,11 @@ def _maybe_on_device(first: Value, second: Value) -> Optional[Placement]:
         return None  # `if cuda: x = x.cpu()`, undoing an earlier `if cuda: x = x.cuda()`
     device_side = first if first.where is not Where.CPU else second
     # Moved under a flag on one path, and on the other not moved: still under that flag.
-    flags = {side.placement.flag for side in (first, second) if side.where is not Where.CPU}
+    flags = {
+        (side.placement.flag, side.placement.moved_when)
+        for side in (first, second)
+        if side.where is not Where.CPU
+    }
     flag = device_side.placement.flag if len(flags) == 1 else ""
     return replace(device_side.placement, where=Where.MAYBE_DEVICE, flag=flag)
 

@@ -3,9 +3,9 @@ from __future__ import annotations
 import libcst as cst
 
 from devlint.analysis.checkpoints import CheckpointEvidence
+from devlint.analysis.cpu_only import saved_here_on_cpu, written_beside_on_cpu
 from devlint.analysis.devices import argument, has_star_kwargs, string_value
 from devlint.analysis.prefilter import TORCH_LOAD
-from devlint.analysis.project import moves_to_device, saved_beside_from_cpu
 from devlint.context import FileContext, NodeEdit, RawFix
 from devlint.diagnostics import Applicability
 from devlint.rules.base import Invalid, Rule
@@ -68,17 +68,20 @@ class LoadWithoutMapLocation(Rule):
       Not when the loading function takes the path from its caller: that may
       name any file.
 
-    - **Saved by this file, which moves nothing to a device** (silent): the
-      file saves the same path from what it made itself (not a value its caller
-      passed in), and neither it nor a project file it imports has a `.cuda()`,
-      `.to(d)`, `device=` or `"cuda"`: a CPU-only tutorial saving its model and
-      loading it back, checkpoint or not.
+    - **Saved by this file, which can use no device** (silent): the file saves
+      the same path from what it made itself (not a value its caller passed
+      in), and it can place nothing on a device: no device word in its text
+      (`cuda`, `device`, `mps`, `xpu`, `.to(`, `DataParallel`, Accelerate,
+      `Trainer`, `set_default...`), nor in the files it imports from its
+      folder, and every other import the standard library or a known data
+      library (see `cpu_only`). A CPU-only tutorial saving its model and loading
+      it back, checkpoint or not.
     - **Written by a CPU-only script beside it** (silent): the path is one
       string (`torch.load("char-rnn.pt")`), another script or notebook of the
       same folder saves that string (`torch.save(rnn, "char-rnn.pt")` in
-      `train.py`), and no other file of the folder places anything on a device
-      (no `.cuda()`, `.to(d)`, `device=`, `"cuda"`): a tutorial's `train.py`
-      and `predict.py`. The file holds CPU tensors only.
+      `train.py`), and this file and every file of the folder pass the same
+      test and load nothing: a tutorial's `train.py` and `predict.py`. The file
+      holds CPU tensors only.
 
     Paths match by how they are written (`path`, `tmp.name` as `tmp`,
     `open(path, "wb")` as `path`, `self.processed_paths[0]`), never by guessing
@@ -390,17 +393,17 @@ class LoadWithoutMapLocation(Rule):
         self._evidence = CheckpointEvidence(
             context.module,
             context.names,
-            lambda: moves_to_device(context.path, context.source),
+            lambda: saved_here_on_cpu(context.path, context.source),
         )
 
     def _written_beside_from_cpu(self, load: cst.Call) -> bool:
         """A file name written out (`torch.load("char-rnn.pt")`) that a CPU-only script of the
-        same folder saves (see `project.saved_beside_from_cpu`)."""
+        same folder saves (see `cpu_only.written_beside_on_cpu`)."""
         path = argument(load, 0, "f")
         file_name = string_value(path.value) if path is not None else None
         if not file_name:
             return False
-        return saved_beside_from_cpu(self.context.path, file_name) is not None
+        return written_beside_on_cpu(self.context.path, self.context.source, file_name) is not None
 
     def visit_Call(self, node: cst.Call) -> None:
         if self.context.names.qualified_name(node.func) != "torch.load":

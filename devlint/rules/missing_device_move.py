@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Optional
 
@@ -68,11 +67,6 @@ class MissingDeviceMove(FlowRule):
     code shows to be numbers: annotated `int`, `float` or `bool`, a number by
     default, or used as a size (`torch.arange(seq_len)`, `range(n)`).
 
-    Sequence lengths handed to a moved module beside inputs the code moved
-    (`model(words.to(device), cap_lens)`, by the name: `lengths`, `*_lens`,
-    `*_len`) are left on the CPU on purpose: `pack_padded_sequence` takes them
-    there.
-
     ## Why is this bad?
     The forgotten `.to(device)`: the script runs on the author's CPU, then fails
     on the first GPU run with "Expected all tensors to be on the same device" or
@@ -111,15 +105,15 @@ class MissingDeviceMove(FlowRule):
     required_patterns = (DEVICE_OR_INPUT_SOURCE, CPU_TENSOR_SOURCE)
 
     VALID = (
-        # the lengths stay on the CPU beside moved inputs: `pack_padded_sequence` takes them there
-        "import torch\nfrom torch import nn\nmodel = nn.LSTM(3, 3).to('cuda')\n"
-        "for words, cap_lens in torch.utils.data.DataLoader(data):\n"
-        "    out = model(words.to('cuda'), cap_lens)",
         # an unpacked item nothing proves a tensor (a number, perhaps), or bound again
         "import torch\ndef shift(pair):\n    a, b = pair\n    return a + torch.zeros(3)\n"
         "def main(x):\n    return x.to('cuda:0')",
         "import torch\ndef shift(pair):\n    a, b = pair\n    a = a.numpy()\n"
         "    return a.size(0) + torch.zeros(3)\ndef main(x):\n    return x.to('cuda:0')",
+        # the annotation says what the items are
+        "import numpy as np\nimport torch\nfrom typing import Tuple\n"
+        "def shift(pair: Tuple[np.ndarray, int]):\n    a, b = pair\n"
+        "    return a.unsqueeze(0) + torch.zeros(3)\ndef main(x):\n    return x.to('cuda:0')",
         # a dataset's items are CPU data by design
         "import torch\nclass Pairs(torch.utils.data.Dataset):\n    def __getitem__(self, pair):\n"
         "        a, b = pair\n        return a.unsqueeze(0) + torch.zeros(3)\n"
@@ -464,14 +458,6 @@ class MissingDeviceMove(FlowRule):
             6,
             20,
         ),
-        # lengths beside no moved input: nothing shows they were left behind on purpose
-        Invalid(
-            "import torch\nfrom torch import nn\nmodel = nn.LSTM(3, 3).to('cuda')\n"
-            "for words, cap_lens in torch.utils.data.DataLoader(data):\n"
-            "    out = model(cap_lens)",
-            5,
-            17,
-        ),
         # the items of a caller's tuple live where the caller keeps its tensors
         Invalid(
             "import torch\ndef decode(features_tuple):\n    features, lengths = features_tuple\n"
@@ -651,10 +637,6 @@ class MissingDeviceMove(FlowRule):
     def _check_module_input(
         self, node: ast.Call, module: Value, arguments: list[tuple[ast.expr, Value]]
     ) -> None:
-        if any(value.is_on_device() for _, value in arguments):
-            # Its siblings moved, the lengths left behind on purpose: `pack_padded_sequence`
-            # takes them on the CPU (`model(words.to(device), tags.to(device), cap_lens)`).
-            arguments = [(node, value) for node, value in arguments if not _names_lengths(node)]
         found = first_cpu_operand(arguments)
         from_sequence = found is None
         found = found or first_cpu_sequence(arguments)  # `model(x, (h0, c0))`
@@ -931,12 +913,3 @@ def _on_module_device(value: Value) -> bool:
         or evidence.startswith("input ")
         or "of the module" in evidence
     )
-
-
-_LENGTHS = re.compile(r"(?:\A|_)(?:lens?|lengths?)\Z", re.IGNORECASE)
-
-
-def _names_lengths(node: ast.expr) -> bool:
-    """`cap_lens`, `lengths`, `src_len`, `batch.lengths`: sequence lengths, by their name."""
-    name = dotted_name(node)
-    return name is not None and _LENGTHS.search(name.rpartition(".")[2]) is not None

@@ -200,6 +200,31 @@ class NumpyOnDeviceTensor(FlowRule):
             7,
             15,
         ),
+        # a branch's word stays in the branch: after `if not use_gpu: print(...)`, `x` may be moved
+        Invalid(
+            "import torch\nuse_gpu = torch.cuda.is_available()\nx = torch.ones(3)\n"
+            "if use_gpu:\n    x = x.cuda()\nif not use_gpu:\n    print('on the CPU')\n"
+            "print(x.numpy())",
+            8,
+            7,
+        ),
+        # moved under opposite truths of one flag: under neither
+        Invalid(
+            "import torch\nuse_gpu = torch.cuda.is_available()\nx = torch.ones(3)\n"
+            "y = torch.ones(3)\nif use_gpu:\n    x = x.cuda()\nif not use_gpu:\n"
+            "    y = y.cuda()\nz = x if cond else y\nif not use_gpu:\n    print(z.numpy())",
+            11,
+            11,
+        ),
+        # a function's local is bound again at each call, while the global it moved stays moved
+        Invalid(
+            "import torch\nfrom torch import nn\nnet = nn.Linear(3, 3)\ndef step(x, cfg):\n"
+            "    use_gpu = cfg.gpu\n    if use_gpu:\n        net.cuda()\n    out = net(x)\n"
+            "    if not use_gpu:\n        return out.detach().numpy()\n"
+            "    return out.detach().cpu().numpy()",
+            10,
+            16,
+        ),
         # two flags: the second says nothing of the first's move
         Invalid(
             "import torch\nx = torch.ones(3)\nif args.cuda:\n    x = x.cuda()\n"
