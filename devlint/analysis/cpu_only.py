@@ -26,7 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from devlint.analysis.project import content_digest, listing_digest, record_dependency
+from devlint.analysis.project import (
+    CODE_SUFFIXES,
+    bytes_digest,
+    listing_digest,
+    record_dependency,
+)
 from devlint.analysis.syntax import dotted_name, keyword_value, string_value
 from devlint.complexity import parse_quietly
 from devlint.notebook import NOTEBOOK_SUFFIX, NotebookError, parse_notebook
@@ -58,7 +63,6 @@ _LIBRARIES = frozenset(sys.stdlib_module_names) | {
     "unidecode",
 }
 _MAX_SIBLINGS = 200  # a folder of more files is not read for one load
-_CODE_SUFFIXES = (".py", NOTEBOOK_SUFFIX)
 
 
 @dataclass(frozen=True)
@@ -98,31 +102,35 @@ def facts_of_source(source: str) -> Optional[CodeFacts]:
     )
 
 
-_MEMO: dict[Path, tuple[int, int, Optional[CodeFacts]]] = {}
+_MEMO: dict[Path, tuple[int, int, str, Optional[CodeFacts]]] = {}
 
 
-def _facts_of_file(path: Path) -> Optional[CodeFacts]:
-    """The facts of a file, memoised by its stamp (several loads, several linted files)."""
+def _facts_of_file(path: Path) -> tuple[str, Optional[CodeFacts]]:
+    """The digest of a file's bytes and its facts, memoised by its stamp (several loads,
+    several linted files): one read serves both."""
     try:
         stat = path.stat()
     except OSError:
-        return None
+        return "-", None
     known = _MEMO.get(path)
     if known is not None and known[:2] == (stat.st_mtime_ns, stat.st_size):
-        return known[2]
-    facts = _read_facts(path)
-    _MEMO[path] = (stat.st_mtime_ns, stat.st_size, facts)
-    return facts
-
-
-def _read_facts(path: Path) -> Optional[CodeFacts]:
+        return known[2], known[3]
     try:
         data = path.read_bytes()
+    except OSError:
+        return "-", None
+    digest, facts = bytes_digest(data), _read_facts(path, data)
+    _MEMO[path] = (stat.st_mtime_ns, stat.st_size, digest, facts)
+    return digest, facts
+
+
+def _read_facts(path: Path, data: bytes) -> Optional[CodeFacts]:
+    try:
         if path.suffix == NOTEBOOK_SUFFIX:
             source = parse_notebook(data).program().source
         else:
             source = data.decode("utf-8")
-    except (OSError, UnicodeDecodeError, NotebookError):
+    except (UnicodeDecodeError, NotebookError):
         return None
     return facts_of_source(source)
 
@@ -150,7 +158,7 @@ class _Folder:
             found = sorted(
                 entry
                 for entry in self.folder.iterdir()
-                if entry.suffix in _CODE_SUFFIXES and entry != self.path and entry.is_file()
+                if entry.suffix in CODE_SUFFIXES and entry != self.path and entry.is_file()
             )
         except OSError:
             return None
@@ -158,8 +166,8 @@ class _Folder:
 
     def facts(self, path: Path) -> Optional[CodeFacts]:
         if path not in self._facts:
-            record_dependency(self.linted, str(path), "content", content_digest(str(path)))
-            self._facts[path] = _facts_of_file(path)
+            digest, self._facts[path] = _facts_of_file(path)
+            record_dependency(self.linted, str(path), "content", digest)
         return self._facts[path]
 
     def cpu_only(self, facts: CodeFacts, seen: frozenset[Path] = frozenset()) -> bool:

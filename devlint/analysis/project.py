@@ -70,14 +70,6 @@ def stamped_summary(path: str) -> Optional[Stamped]:
     return stamped
 
 
-def _record(linted: str, consulted: str, stamped: Stamped) -> None:
-    _DEPENDENCIES.setdefault(linted, {})[consulted] = [
-        stamped.mtime_ns,
-        stamped.size,
-        stamped.digest,
-    ]
-
-
 def take_dependencies(path: str) -> dict[str, list[object]]:
     """The dependencies the lint of ``path`` recorded (and forget them)."""
     return _DEPENDENCIES.pop(path, {})
@@ -96,21 +88,27 @@ def record_dependency(linted: str, consulted: str, kind: str, digest: str) -> No
 
 def content_digest(path: str) -> str:
     try:
-        return hashlib.blake2b(Path(path).read_bytes(), digest_size=12).hexdigest()
+        return bytes_digest(Path(path).read_bytes())
     except OSError:
         return "-"
+
+
+def bytes_digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=12).hexdigest()
 
 
 def listing_digest(folder: str) -> str:
     """The digest of the names of a folder's scripts and notebooks."""
     try:
-        names = sorted(entry.name for entry in os.scandir(folder) if entry.name.endswith(_CODE))
+        names = sorted(
+            entry.name for entry in os.scandir(folder) if entry.name.endswith(CODE_SUFFIXES)
+        )
     except OSError:
         return "-"
     return hashlib.blake2b("\n".join(names).encode(), digest_size=12).hexdigest()
 
 
-_CODE = (".py", ".ipynb")
+CODE_SUFFIXES = (".py", ".ipynb")  # the files a folder's listing names
 
 
 def dependency_holds(path: str, recorded: list[object]) -> bool:
@@ -280,7 +278,11 @@ class ProjectView:
         stamped = stamped_summary(module)
         if stamped is None:
             return None
-        _record(self.linted, module, stamped)
+        _DEPENDENCIES.setdefault(self.linted, {})[module] = [
+            stamped.mtime_ns,
+            stamped.size,
+            stamped.digest,
+        ]
         summary = stamped.summary
         if summary is None:
             return None
