@@ -17,6 +17,9 @@ gathers the evidence a file holds about one load:
 - **Safe, CPU data**: the same file saves the same path (``self.processed_paths[0]``) from
   values that show no device (no ``.state_dict()``, ``.cuda()``, ``.to()``, ``device=``, in a
   function that moves nothing to a device): a processed dataset file.
+- **Safe, a CPU-only file's own state**: the result goes into ``self.actor.load_state_dict``,
+  the file saves ``self.actor.state_dict()``, and nothing it runs can place a value on a device:
+  whatever path the caller passes, this code saved it from the CPU.
 - **Safe, no tensors**: the result goes only into a learning-rate scheduler's or a gradient
   scaler's ``load_state_dict`` (``scheduler.load_state_dict(torch.load(...))``): their states
   hold Python numbers.
@@ -191,14 +194,14 @@ def _builds_path(node: cst.BaseExpression) -> bool:
 
 def _file_name(path: cst.BaseExpression, values: dict[str, cst.BaseExpression]) -> Optional[str]:
     """The file name a path ends in, where written out: `"w.pth"` in `os.path.join(d, "w.pth")`,
-    `Path(d) / "w.pth"` or `"out/w.pth"`; or its template, `"%s_net_%s.pth"` in
+    `Path(d) / "w.pth"`, `d + "/w.pth"` or `"out/w.pth"`; or its template, `"%s_net_%s.pth"` in
     `os.path.join(d, "%s_net_%s.pth" % (epoch, label))`. ``values``: the function's names
     assigned once (`save_path = os.path.join(...)`), read through."""
     path = _through(path, values)
     if isinstance(path, cst.Call) and path.args and _method(path) != "format":
         path = _through(path.args[-1].value, values)
-    elif isinstance(path, cst.BinaryOperation) and isinstance(path.operator, cst.Divide):
-        path = _through(path.right, values)
+    elif isinstance(path, cst.BinaryOperation) and isinstance(path.operator, (cst.Divide, cst.Add)):
+        path = _through(path.right, values)  # `Path(d) / "w.pth"`, `d + "/w.pth"`
     if isinstance(path, cst.BinaryOperation) and isinstance(path.operator, cst.Modulo):
         path = path.left  # a template: `"%s_net_%s.pth" % (epoch, label)`
     elif _method(path) == "format":
@@ -317,6 +320,9 @@ class CheckpointEvidence:
         self._alias_nodes: dict[int, dict[str, cst.BaseExpression]] = {}
         self._globals: Optional[set[str]] = None
         self._assigned: dict[int, dict[str, cst.BaseExpression]] = {}  # per scope, on demand
+        # Names read with `.numpy()` and names moved (`.cuda()`, `.to(...)`), on demand.
+        self._numpy_reads: Optional[set[str]] = None
+        self._moved: set[str] = set()
 
     def evidence(
         self,
@@ -343,10 +349,17 @@ class CheckpointEvidence:
                 return LoadEvidence(safe=tensorless)
         name = _file_name(path.value, self._assigned_in(scope))
         named = [value for saved, value in self._named_saves if saved == name]
-        if checkpoint is None and named and all(map(_moved_to_cpu, named)):
+        if named and all(map(self._cpu_value, named)):
             # Another folder perhaps (`args.dump_features` / `args.load_features`), but the file
-            # this file writes under that name always holds what it moved to the CPU.
+            # this file writes under that name always holds what it moved to the CPU; a
+            # checkpoint too (`network.cpu().state_dict()`): this code saves them so.
             return LoadEvidence(safe=f'this file saves "{name}" from values moved to the CPU')
+        restored = self._loaded_into(load, scope, statement, _restoring_receiver)
+        if restored is not None and self._saves_own_state(restored) and self._runs_on_cpu_only():
+            # Wherever the caller points, the file restores what this code saved from it.
+            return LoadEvidence(
+                safe=f"this file saves `{restored}`'s state and moves nothing to a device"
+            )
         chosen_by_caller = self._chosen_by_caller(path.value, scope)
         # A local `path` of another function is another file.
         same_everywhere = self._same_everywhere(path.value, scope)
@@ -375,6 +388,26 @@ class CheckpointEvidence:
             # A dataset's tensors feed a DataLoader, which prepares them on the CPU.
             return LoadEvidence(safe="a dataset's data file: its loader reads CPU tensors")
         return LoadEvidence(checkpoint=checkpoint)
+
+    def _cpu_value(self, value: cst.BaseExpression) -> bool:
+        """A value moved to the CPU (`feats.cpu()`), or a name the file reads as a NumPy array
+        and never moves (`self.log`, plotted with `self.log[:, i].numpy()`): a CPU tensor."""
+        if _moved_to_cpu(value):
+            return True
+        if self._numpy_reads is None:
+            self._numpy_reads, self._moved = _numpy_reads_and_moves(self._module)
+        name = dotted_name(value)
+        return name is not None and name in self._numpy_reads and name not in self._moved
+
+    def _saves_own_state(self, restored: str) -> bool:
+        """Whether the file saves ``restored``'s state (`torch.save(self.actor.state_dict(),
+        path)`), of an object of its own, not one its caller passed in."""
+        for _, value, saving_scope in self._file_saves():
+            if _method(value) != "state_dict" or _from_caller(value, saving_scope):
+                continue
+            if dotted_name(cast(cst.Attribute, cast(cst.Call, value).func).value) == restored:
+                return True
+        return False
 
     def _runs_on_cpu_only(self) -> bool:
         if self._cpu_only is None:
@@ -581,6 +614,50 @@ class CheckpointEvidence:
                 if key is not None and CHECKPOINT_KEY.search(key):
                     return f'the result is read with the checkpoint key "{key}"'
         return None
+
+
+def _numpy_reads_and_moves(module: cst.Module) -> tuple[set[str], set[str]]:
+    """The names ``module`` reads with `.numpy()` (`self.log[:, i].numpy()`,
+    `x.detach().numpy()`), and those it moves or assigns a move to (`x.cuda()`,
+    `self.log = log.to(device)`)."""
+    reads: set[str] = set()
+    moved: set[str] = set()
+    for node in descendants(module):
+        method = _method(node)
+        if method == "numpy":
+            name = dotted_name(_receiver(cast(cst.Call, node)))
+            if name is not None:
+                reads.add(name)
+        elif method in ("cuda", "to"):
+            name = dotted_name(_receiver(cast(cst.Call, node)))
+            if name is not None:
+                moved.add(name)
+        elif type(node) is cst.Assign and _shows_device(node.value):
+            moved.update(name for t in node.targets if (name := dotted_name(t.target)))
+    return reads, moved
+
+
+def _receiver(call: cst.Call) -> cst.BaseExpression:
+    """`self.log` in `self.log[:, i].detach().numpy()`: subscripts and views taken off."""
+    value = cast(cst.Attribute, call.func).value
+    while True:
+        if isinstance(value, cst.Subscript):
+            value = value.value
+        elif _method(value) in ("detach", "clone", "float", "double", "squeeze"):
+            value = cast(cst.Attribute, cast(cst.Call, value).func).value
+        elif isinstance(value, cst.Attribute) and value.attr.value == "data":
+            value = value.value
+        else:
+            return value
+
+
+def _restoring_receiver(node: cst.CSTNode, is_result: _Matcher) -> Optional[str]:
+    """`self.actor` in `self.actor.load_state_dict(state)`, where ``state`` is the result."""
+    if type(node) is not cst.Call or _method(node) != "load_state_dict":
+        return None
+    if not any(is_result(arg.value) for arg in node.args):
+        return None
+    return dotted_name(cast(cst.Attribute, node.func).value)
 
 
 def _is_dataset(classes: Sequence[str]) -> bool:

@@ -57,8 +57,11 @@ class LoadWithoutMapLocation(Rule):
       (silent): `torch.save(feats.cpu(), os.path.join(args.dump, "feats.pth"))`
       and `torch.load(os.path.join(args.load, "feats.pth"))`, the folders apart;
       or a name's template, read through the function's local names
-      (`name = "%s_feats.pth" % split`). Not for a checkpoint: one is often
-      loaded from another machine under the name this file saves it with.
+      (`name = "%s_feats.pth" % split`). Moved to the CPU, or a name the file
+      reads as a NumPy array and never moves (`torch.save(self.log, ...)` where
+      the file plots `self.log[:, i].numpy()`). A checkpoint too:
+      `torch.save(network.cpu().state_dict(), path)` is how this code writes
+      every file of that name.
     - **Saved by this file from CPU values** (silent): another function of the
       file saves the same path (`torch.save(self.collate(data_list),
       self.processed_paths[0])`) from values that show no device: no
@@ -76,6 +79,10 @@ class LoadWithoutMapLocation(Rule):
       folder, and every other import the standard library or a known data
       library (see `cpu_only`). A CPU-only tutorial saving its model and loading
       it back, checkpoint or not.
+    - **A CPU-only file's own state** (silent): the result goes into
+      `self.actor.load_state_dict`, the file saves `self.actor.state_dict()`,
+      and the file can place nothing on a device (the same test): whatever path
+      its caller passes, this code wrote it from the CPU.
     - **Written by a CPU-only script beside it** (silent): the path is one
       string (`torch.load("char-rnn.pt")`), another script or notebook of the
       same folder saves that string (`torch.save(rnn, "char-rnn.pt")` in
@@ -201,6 +208,20 @@ class LoadWithoutMapLocation(Rule):
         "    scheduler.load_state_dict(torch.load(os.path.join(path, 'scheduler.pt')))",
         "import torch\ndef resume(self, path):\n    state = torch.load(path)\n"
         "    self.scaler.load_state_dict(state)",
+        # Every file of that name this code writes holds a state moved to the CPU.
+        "import os, torch\ndef save(net, label):\n    name = '%s_net.pth' % label\n"
+        "    torch.save(net.cpu().state_dict(), os.path.join(SAVE_DIR, name))\n"
+        "def load(net, label, folder):\n    name = '%s_net.pth' % label\n"
+        "    net.load_state_dict(torch.load(os.path.join(folder, name)))",
+        # A log the file reads as a NumPy array: a CPU tensor, wherever it is saved.
+        "import os, torch\nclass Loss:\n    def plot(self):\n"
+        "        plt.plot(self.log[:, 0].numpy())\n    def save(self, apath):\n"
+        "        torch.save(self.log, os.path.join(apath, 'loss_log.pt'))\n"
+        "    def load(self):\n        self.log = torch.load(self.dir + '/loss_log.pt')",
+        # A CPU-only file restores the state it saves, whatever path its caller passes.
+        "import torch\nclass Agent:\n    def save(self, path):\n"
+        "        torch.save(self.actor.state_dict(), path)\n"
+        "    def load(self, path):\n        self.actor.load_state_dict(torch.load(path))",
     )
     INVALID = (
         # the same tutorial where a device is used: the saved tensors may be a GPU's
@@ -268,6 +289,34 @@ class LoadWithoutMapLocation(Rule):
             3,
             13,
             "the result goes into `load_state_dict`",
+        ),
+        # ... but not a name the file moves to a device.
+        Invalid(
+            "import os, torch\nclass Loss:\n    def plot(self):\n"
+            "        plt.plot(self.log[:, 0].numpy())\n    def save(self, apath):\n"
+            "        self.log = self.log.cuda()\n"
+            "        torch.save(self.log, os.path.join(apath, 'loss_log.pt'))\n"
+            "    def load(self, apath):\n"
+            "        self.log = torch.load(os.path.join(apath, 'loss_log.pt'))",
+            9,
+            20,
+        ),
+        # The same, where the file can use a device: the path may name a GPU's checkpoint.
+        Invalid(
+            "import torch\nclass Agent:\n    def save(self, path):\n"
+            "        torch.save(self.actor.state_dict(), path)\n"
+            "    def load(self, path):\n        self.actor.load_state_dict(torch.load(path))\n"
+            "        self.actor.to(self.device)",
+            6,
+            36,
+        ),
+        # ... or where the file saves another object's state.
+        Invalid(
+            "import torch\nclass Agent:\n    def save(self, path):\n"
+            "        torch.save(self.critic.state_dict(), path)\n"
+            "    def load(self, path):\n        self.actor.load_state_dict(torch.load(path))",
+            6,
+            36,
         ),
         Invalid(
             "import torch\nstate = torch.load('ckpt.pt', map_location=None)",
