@@ -24,7 +24,7 @@ from devlint.analysis.contexts import (
     defaults_of,
     none_defaulted,
 )
-from devlint.analysis.syntax import dotted_name
+from devlint.analysis.syntax import call_arguments, dotted_name
 from devlint.analysis.units import ClassFacts, Env, FunctionNode, Unit
 from devlint.analysis.values import (
     NONE,
@@ -104,9 +104,27 @@ class CallContexts(CallEvaluator):
             return self.summary(function)
         unit = Unit(function, default_device_changed=caller.default_device_changed)
         result = self._in_context(function, call, bound, unit)
+        first = self._first_iteration(function, call, arguments, skip_first=False)
+        if first is not None:
+            self._in_context(function, call, first, unit)
         if result is None:
             return self.summary(function)
         return self._left_without_device(function, call, result)
+
+    def _first_iteration(
+        self, function: FunctionNode, call: ast.Call, arguments: list[Value], skip_first: bool
+    ) -> Optional[dict[str, Value]]:
+        """What a loop's first iteration passes, where it differs: what a name held before the
+        loop, where later iterations pass what the loop left in it (`drop = torch.zeros(...)`,
+        then `drop = convolve(drop, kernel)` in the loop). The helper is analysed with those
+        values too, for its findings about them (its result stays the loop head's)."""
+        if not (self.recording and self.loop_frames) or function in self._in_progress:
+            return None
+        firsts = [self.first_values.get(node) for node in call_arguments(call)]
+        if not any(firsts):
+            return None
+        first_arguments = [first or value for first, value in zip(firsts, arguments)]
+        return bind_arguments(function, call, first_arguments, skip_first=skip_first)
 
     def _left_without_device(self, function: FunctionNode, call: ast.Call, result: Value) -> Value:
         """A CPU tensor made because ``call`` left the helper's `device` at None: the finding
@@ -147,6 +165,11 @@ class CallContexts(CallEvaluator):
             default_device_changed=caller.default_device_changed,
         )
         result = self._in_context(method, call, bound, unit, is_method=not static)
+        first = self._first_iteration(method, call, arguments, skip_first=not static)
+        if first is not None:
+            if positional and not static and positional[0].arg in bound:
+                first[positional[0].arg] = bound[positional[0].arg]
+            self._in_context(method, call, first, unit, is_method=not static)
         return UNKNOWN if result is None else self._left_without_device(method, call, result)
 
     def _in_context(

@@ -105,6 +105,14 @@ class MissingDeviceMove(FlowRule):
     required_patterns = (DEVICE_OR_INPUT_SOURCE, CPU_TENSOR_SOURCE)
 
     VALID = (
+        # each iteration moves what the loop passes to the helper, the first one included
+        "import torch\nimport torch.nn.functional as F\n"
+        "def convolve(signal, kernel):\n    return F.conv1d(signal, kernel)\n"
+        "def drop(waves: torch.Tensor, freqs):\n    drop_filter = torch.zeros(1, 9, 1)\n"
+        "    for freq in freqs:\n        drop_filter = drop_filter.to(waves.device)\n"
+        "        kernel = torch.ones(1, 1, 9).to(waves.device)\n"
+        "        drop_filter = convolve(drop_filter, kernel)\n"
+        "    return convolve(waves, drop_filter)",
         # an unpacked item nothing proves a tensor (a number, perhaps), or bound again
         "import torch\ndef shift(pair):\n    a, b = pair\n    return a + torch.zeros(3)\n"
         "def main(x):\n    return x.to('cuda:0')",
@@ -562,6 +570,18 @@ class MissingDeviceMove(FlowRule):
             20,
             "`_score`, called at line 9, combines it with a tensor on the module's device (input "
             "`inputs`) at line 5",
+        ),
+        # a loop's first iteration passes the CPU tensor made before it to the helper
+        Invalid(
+            "import torch\nimport torch.nn.functional as F\n"
+            "def convolve(signal, kernel):\n    return F.conv1d(signal, kernel)\n"
+            "def drop(waves: torch.Tensor, freqs):\n    drop_filter = torch.zeros(1, 9, 1)\n"
+            "    for freq in freqs:\n        kernel = torch.ones(1, 1, 9).to(waves.device)\n"
+            "        drop_filter = convolve(drop_filter, kernel)\n"
+            "    return convolve(waves, drop_filter)",
+            6,
+            19,
+            "`convolve`, called at line 9, combines it with a tensor on the device its caller chose",
         ),
         # a helper of the file, called with a CPU tensor, combines it with its caller's input
         Invalid(
