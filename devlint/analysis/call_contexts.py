@@ -44,7 +44,9 @@ class CallContexts(CallEvaluator):
     classes: dict[str, ClassFacts]
     call_findings: dict[ast.Call, list[CallFinding]]
     _summaries: dict[FunctionNode, Value]
-    _contexts: dict[tuple[FunctionNode, Context, bool], tuple[Value, tuple[InnerFinding, ...]]]
+    _contexts: dict[
+        tuple[FunctionNode, Context, bool, bool], tuple[Value, tuple[InnerFinding, ...]]
+    ]
     _context_counts: dict[FunctionNode, int]
     _constructions: dict[str, list[Optional[dict[str, Value]]]]
     _call_sites: dict[FunctionNode, list[Optional[dict[str, Value]]]]
@@ -106,7 +108,7 @@ class CallContexts(CallEvaluator):
         result = self._in_context(function, call, bound, unit)
         first = self._first_iteration(function, call, arguments, skip_first=False)
         if first is not None:
-            self._in_context(function, call, first, unit)
+            self._in_context(function, call, first, unit, first_iteration=True)
         if result is None:
             return self.summary(function)
         return self._left_without_device(function, call, result)
@@ -117,7 +119,9 @@ class CallContexts(CallEvaluator):
         """What a loop's first iteration passes, where it differs: what a name held before the
         loop, where later iterations pass what the loop left in it (`drop = torch.zeros(...)`,
         then `drop = convolve(drop, kernel)` in the loop). The helper is analysed with those
-        values too, for its findings about them (its result stays the loop head's)."""
+        values too, for its findings about them (its result stays the loop head's), on its
+        straight path only: a helper may treat the first iteration apart (`if t == 0: return
+        cur`), which its analysis cannot tell from its arguments."""
         if not (self.recording and self.loop_frames) or function in self._in_progress:
             return None
         firsts = [self.first_values.get(node) for node in call_arguments(call)]
@@ -169,7 +173,7 @@ class CallContexts(CallEvaluator):
         if first is not None:
             if positional and not static and positional[0].arg in bound:
                 first[positional[0].arg] = bound[positional[0].arg]
-            self._in_context(method, call, first, unit, is_method=not static)
+            self._in_context(method, call, first, unit, not static, first_iteration=True)
         return UNKNOWN if result is None else self._left_without_device(method, call, result)
 
     def _in_context(
@@ -179,20 +183,22 @@ class CallContexts(CallEvaluator):
         bound: dict[str, Value],
         unit: Unit,
         is_method: bool = False,
+        first_iteration: bool = False,
     ) -> Optional[Value]:
         """What ``function`` returns for the values ``call`` passes, memoised per distinct
         context; its findings about those values are passed on to ``call``. None past the
-        bound on contexts."""
+        bound on contexts. ``first_iteration``: only the findings on the helper's straight
+        path count (see `_first_iteration`)."""
         known = {name: value for name, value in bound.items() if value is not UNKNOWN}
         passed = tuple(sorted(known.items(), key=lambda pair: pair[0]))
-        key = (function, passed, unit.default_device_changed > 0)
+        key = (function, passed, unit.default_device_changed > 0, first_iteration)
         memo = self._contexts.get(key)
         if memo is None:
             count = self._context_counts.get(function, 0)
             if count >= CONTEXTS_PER_FUNCTION:
                 return None
             self._context_counts[function] = count + 1
-            memo = self._analyze_in_context(function, known, unit)
+            memo = self._analyze_in_context(function, known, unit, first_iteration)
             self._contexts[key] = memo
         result, findings = memo
         for inner in findings:
@@ -201,7 +207,7 @@ class CallContexts(CallEvaluator):
         return result
 
     def _analyze_in_context(
-        self, function: FunctionNode, bound: dict[str, Value], unit: Unit
+        self, function: FunctionNode, bound: dict[str, Value], unit: Unit, first_iteration: bool
     ) -> tuple[Value, tuple[InnerFinding, ...]]:
         self._in_progress.add(function)
         recording, statement = self.recording, self.statement
@@ -217,7 +223,7 @@ class CallContexts(CallEvaluator):
                 if value is not UNKNOWN:
                     passed[name] = value
         env.update(passed)
-        frame = Frame(passed, function.name)
+        frame = Frame(passed, function.name, straight_from=self.paths if first_iteration else None)
         self.frames.append(frame)
         try:
             self.exec_block(function.body, env, unit)
@@ -257,6 +263,8 @@ class CallContexts(CallEvaluator):
         """Inside a helper analysed in a context: a CPU value of the caller's handed to a module
         on a device."""
         frame = self.frames[-1]
+        if not self._on_straight_path(frame):
+            return
         for value in arguments:
             if value.is_cpu_tensor():
                 parameter = frame.parameter_of(value)
@@ -268,6 +276,8 @@ class CallContexts(CallEvaluator):
         """Inside a helper analysed in a context: a CPU tensor of the caller's combined with a
         tensor on a device, or on the device the helper's own inputs are on."""
         frame = self.frames[-1]
+        if not self._on_straight_path(frame):
+            return
         passed = next((value for value in operands if value.is_cpu_tensor()), None)
         parameter = frame.parameter_of(passed) if passed is not None else None
         if passed is None or parameter is None:
@@ -278,6 +288,9 @@ class CallContexts(CallEvaluator):
                 if finding not in frame.findings:
                     frame.findings.append(finding)
                 return
+
+    def _on_straight_path(self, frame: Frame) -> bool:
+        return frame.straight_from is None or self.paths == frame.straight_from
 
     def methods_of(self, class_name: str) -> Mapping[str, FunctionNode]:
         """The methods the file's class ``class_name`` defines itself."""

@@ -18,8 +18,9 @@ gathers the evidence a file holds about one load:
   values that show no device (no ``.state_dict()``, ``.cuda()``, ``.to()``, ``device=``, in a
   function that moves nothing to a device): a processed dataset file.
 - **Safe, a CPU-only file's own state**: the result goes into ``self.actor.load_state_dict``,
-  the file saves ``self.actor.state_dict()``, and nothing it runs can place a value on a device:
-  whatever path the caller passes, this code saved it from the CPU.
+  the file saves ``self.actor.state_dict()`` (an attribute of ``self``: one object, not a
+  caller's model), and nothing it runs can place a value on a device: whatever path the
+  caller passes, this code saved it from the CPU.
 - **Safe, no tensors**: the result goes only into a learning-rate scheduler's or a gradient
   scaler's ``load_state_dict`` (``scheduler.load_state_dict(torch.load(...))``): their states
   hold Python numbers.
@@ -46,6 +47,7 @@ import libcst as cst
 
 from devlint.analysis.devices import argument, string_value
 from devlint.analysis.names import ImportMap, dotted_name
+from devlint.analysis.torch_api import FACTORIES
 from devlint.traversal import child_nodes, descendants
 
 Scope = Union[cst.Module, cst.FunctionDef]
@@ -82,6 +84,8 @@ _TEMPORARY_PLACES = frozenset(
 )
 _TEMPORARY_FIXTURES = frozenset({"tmp_path", "tmpdir"})
 _PATH_BUILDERS = frozenset({"join", "Path", "PurePath", "str", "fspath", "format", "joinpath"})
+# Factories that copy their data where it lives (`torch.tensor(cuda_tensor)` stays there).
+_DATA_COPIES = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray", "torch.from_file"})
 _WRAPPERS = frozenset({"BytesIO", "open", "Path", "str", "fspath", "bytes", "memoryview"})
 
 
@@ -200,8 +204,12 @@ def _file_name(path: cst.BaseExpression, values: dict[str, cst.BaseExpression]) 
     path = _through(path, values)
     if isinstance(path, cst.Call) and path.args and _method(path) != "format":
         path = _through(path.args[-1].value, values)
-    elif isinstance(path, cst.BinaryOperation) and isinstance(path.operator, (cst.Divide, cst.Add)):
-        path = _through(path.right, values)  # `Path(d) / "w.pth"`, `d + "/w.pth"`
+    elif isinstance(path, cst.BinaryOperation) and isinstance(path.operator, cst.Divide):
+        path = _through(path.right, values)  # `Path(d) / "w.pth"`
+    elif isinstance(path, cst.BinaryOperation) and isinstance(path.operator, cst.Add):
+        right = _through(path.right, values)  # `d + "/w.pth"`, not a suffix: `d + "_best.pth"`
+        text = string_value(right)
+        path = right if text is not None and text.startswith(("/", "\\")) else path
     if isinstance(path, cst.BinaryOperation) and isinstance(path.operator, cst.Modulo):
         path = path.left  # a template: `"%s_net_%s.pth" % (epoch, label)`
     elif _method(path) == "format":
@@ -320,9 +328,8 @@ class CheckpointEvidence:
         self._alias_nodes: dict[int, dict[str, cst.BaseExpression]] = {}
         self._globals: Optional[set[str]] = None
         self._assigned: dict[int, dict[str, cst.BaseExpression]] = {}  # per scope, on demand
-        # Names read with `.numpy()` and names moved (`.cuda()`, `.to(...)`), on demand.
-        self._numpy_reads: Optional[set[str]] = None
-        self._moved: set[str] = set()
+        # The attributes of `self` that always hold CPU tensors (see `_cpu_attributes`).
+        self._cpu_attributes: Optional[set[str]] = None
 
     def evidence(
         self,
@@ -355,8 +362,10 @@ class CheckpointEvidence:
             # checkpoint too (`network.cpu().state_dict()`): this code saves them so.
             return LoadEvidence(safe=f'this file saves "{name}" from values moved to the CPU')
         restored = self._loaded_into(load, scope, statement, _restoring_receiver)
-        if restored is not None and self._saves_own_state(restored) and self._runs_on_cpu_only():
-            # Wherever the caller points, the file restores what this code saved from it.
+        own_object = restored is not None and restored.startswith("self.")
+        if own_object and self._saves_own_state(str(restored)) and self._runs_on_cpu_only():
+            # Wherever the caller points, the object restores what this code saved from it
+            # (an object's attribute: one object, not a caller's model of the same name).
             return LoadEvidence(
                 safe=f"this file saves `{restored}`'s state and moves nothing to a device"
             )
@@ -390,14 +399,14 @@ class CheckpointEvidence:
         return LoadEvidence(checkpoint=checkpoint)
 
     def _cpu_value(self, value: cst.BaseExpression) -> bool:
-        """A value moved to the CPU (`feats.cpu()`), or a name the file reads as a NumPy array
-        and never moves (`self.log`, plotted with `self.log[:, i].numpy()`): a CPU tensor."""
+        """A value moved to the CPU (`feats.cpu()`), or an attribute of `self` every assignment
+        makes on the CPU, which nothing moves and the file reads as a NumPy array (`self.log`,
+        plotted with `self.log[:, i].numpy()`): a CPU tensor."""
         if _moved_to_cpu(value):
             return True
-        if self._numpy_reads is None:
-            self._numpy_reads, self._moved = _numpy_reads_and_moves(self._module)
-        name = dotted_name(value)
-        return name is not None and name in self._numpy_reads and name not in self._moved
+        if self._cpu_attributes is None:
+            self._cpu_attributes = _cpu_attributes(self._module, self._names)
+        return dotted_name(value) in self._cpu_attributes
 
     def _saves_own_state(self, restored: str) -> bool:
         """Whether the file saves ``restored``'s state (`torch.save(self.actor.state_dict(),
@@ -616,25 +625,58 @@ class CheckpointEvidence:
         return None
 
 
-def _numpy_reads_and_moves(module: cst.Module) -> tuple[set[str], set[str]]:
-    """The names ``module`` reads with `.numpy()` (`self.log[:, i].numpy()`,
-    `x.detach().numpy()`), and those it moves or assigns a move to (`x.cuda()`,
-    `self.log = log.to(device)`)."""
+def _cpu_attributes(module: cst.Module, names: ImportMap) -> set[str]:
+    """The attributes of ``self`` that hold a CPU tensor wherever the file saves them: every
+    assignment makes it on the CPU (a torch factory with no `device=`, a `torch.cat` of it
+    and such factories, a `torch.load` of it), nothing moves it (`.cuda()`, `.to(...)`), and
+    the file reads it as a NumPy array (`self.log[:, i].numpy()`)."""
     reads: set[str] = set()
     moved: set[str] = set()
+    made: dict[str, bool] = {}
     for node in descendants(module):
         method = _method(node)
-        if method == "numpy":
+        if method in ("numpy", "cuda", "to"):
             name = dotted_name(_receiver(cast(cst.Call, node)))
             if name is not None:
-                reads.add(name)
-        elif method in ("cuda", "to"):
-            name = dotted_name(_receiver(cast(cst.Call, node)))
-            if name is not None:
-                moved.add(name)
-        elif type(node) is cst.Assign and _shows_device(node.value):
-            moved.update(name for t in node.targets if (name := dotted_name(t.target)))
-    return reads, moved
+                (reads if method == "numpy" else moved).add(name)
+        elif type(node) is cst.Assign:
+            for target in node.targets:
+                name = dotted_name(target.target)
+                if name is not None and name.startswith("self."):
+                    made[name] = made.get(name, True) and _made_on_cpu(node.value, name, names)
+                else:  # `self.log, n = ...`: not read
+                    for inner in _root_dotted(target.target):
+                        made[inner] = False
+    return {name for name, cpu in made.items() if cpu and name in reads and name not in moved}
+
+
+def _root_dotted(target: cst.BaseExpression) -> list[str]:
+    """The dotted names an unpacking target binds."""
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [name for element in target.elements for name in _root_dotted(element.value)]
+    name = dotted_name(target)
+    return [name] if name is not None else []
+
+
+def _made_on_cpu(value: cst.BaseExpression, name: str, names: ImportMap) -> bool:
+    """`torch.zeros(1, 3)`, `torch.Tensor()`, `torch.cat((self.log, torch.zeros(1, 3)))`,
+    `torch.load(path)` (the file's own save, read back): a value of ``name`` on the CPU."""
+    if not isinstance(value, cst.Call):
+        return False
+    qualified = names.qualified_name(value.func) or ""
+    if qualified == "torch.load":
+        return True
+    if qualified in ("torch.cat", "torch.stack") and value.args:
+        joined = value.args[0].value
+        if not isinstance(joined, (cst.Tuple, cst.List)):
+            return False
+        return all(
+            dotted_name(item.value) == name or _made_on_cpu(item.value, name, names)
+            for item in joined.elements
+        )
+    if qualified not in FACTORIES or qualified in _DATA_COPIES:
+        return False
+    return not any(_device_keyword(arg) for arg in value.args)
 
 
 def _receiver(call: cst.Call) -> cst.BaseExpression:

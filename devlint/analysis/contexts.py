@@ -17,6 +17,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
+from devlint.analysis.loops import PathCounts
 from devlint.analysis.values import Value
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
@@ -54,6 +55,9 @@ class Frame:
     bound: dict[str, Value]
     function: str
     findings: list[InnerFinding] = field(default_factory=list)
+    # For a loop's first iteration (see `call_contexts`): where the helper's straight path
+    # starts; findings off that path are not recorded (`if t == 0: return cur` may cover them).
+    straight_from: Optional[PathCounts] = None
 
     def parameter_of(self, value: Value) -> Optional[str]:
         """The parameter holding ``value`` itself, or else the only one placed where it is."""

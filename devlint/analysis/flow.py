@@ -155,7 +155,7 @@ class DeviceFlow(CallContexts):
         # Helpers analysed per calling context: their result and what they did with the
         # caller's CPU values (see `contexts`); the frames of those being analysed.
         self._contexts: dict[
-            tuple[FunctionNode, Context, bool], tuple[Value, tuple[InnerFinding, ...]]
+            tuple[FunctionNode, Context, bool, bool], tuple[Value, tuple[InnerFinding, ...]]
         ]
         self._contexts = {}
         self._context_counts: dict[FunctionNode, int] = {}

@@ -57,9 +57,12 @@ class LoadWithoutMapLocation(Rule):
       (silent): `torch.save(feats.cpu(), os.path.join(args.dump, "feats.pth"))`
       and `torch.load(os.path.join(args.load, "feats.pth"))`, the folders apart;
       or a name's template, read through the function's local names
-      (`name = "%s_feats.pth" % split`). Moved to the CPU, or a name the file
-      reads as a NumPy array and never moves (`torch.save(self.log, ...)` where
-      the file plots `self.log[:, i].numpy()`). A checkpoint too:
+      (`name = "%s_feats.pth" % split`), or a folder joined with `+`
+      (`d + "/feats.pth"`). Moved to the CPU, or an attribute of `self` that
+      every assignment makes on the CPU (`torch.Tensor()`, `torch.cat` of it
+      and a CPU `torch.zeros(...)`), that nothing moves and that the file reads
+      as a NumPy array (a loss log plotted with `self.log[:, i].numpy()`). A
+      checkpoint too:
       `torch.save(network.cpu().state_dict(), path)` is how this code writes
       every file of that name.
     - **Saved by this file from CPU values** (silent): another function of the
@@ -80,7 +83,8 @@ class LoadWithoutMapLocation(Rule):
       library (see `cpu_only`). A CPU-only tutorial saving its model and loading
       it back, checkpoint or not.
     - **A CPU-only file's own state** (silent): the result goes into
-      `self.actor.load_state_dict`, the file saves `self.actor.state_dict()`,
+      `self.actor.load_state_dict`, the file saves `self.actor.state_dict()`
+      (an attribute of `self`: one object; not a model the caller passes in),
       and the file can place nothing on a device (the same test): whatever path
       its caller passes, this code wrote it from the CPU.
     - **Written by a CPU-only script beside it** (silent): the path is one
@@ -214,7 +218,9 @@ class LoadWithoutMapLocation(Rule):
         "def load(net, label, folder):\n    name = '%s_net.pth' % label\n"
         "    net.load_state_dict(torch.load(os.path.join(folder, name)))",
         # A log the file reads as a NumPy array: a CPU tensor, wherever it is saved.
-        "import os, torch\nclass Loss:\n    def plot(self):\n"
+        "import os, torch\nclass Loss:\n    def __init__(self):\n"
+        "        self.log = torch.Tensor()\n    def start(self):\n"
+        "        self.log = torch.cat((self.log, torch.zeros(1, 3)))\n    def plot(self):\n"
         "        plt.plot(self.log[:, 0].numpy())\n    def save(self, apath):\n"
         "        torch.save(self.log, os.path.join(apath, 'loss_log.pt'))\n"
         "    def load(self):\n        self.log = torch.load(self.dir + '/loss_log.pt')",
@@ -300,6 +306,34 @@ class LoadWithoutMapLocation(Rule):
             "        self.log = torch.load(os.path.join(apath, 'loss_log.pt'))",
             9,
             20,
+        ),
+        # ... nor one an assignment may leave on a device (a list of losses, stacked later).
+        Invalid(
+            "import torch\nclass Log:\n    def __init__(self):\n        self.log = []\n"
+            "    def plot(self):\n        self.log = torch.stack(self.log).cpu()\n"
+            "        print(self.log.numpy())\n    def save(self, d):\n"
+            "        torch.save(self.log, d + '/log.pt')\n"
+            "    def load(self, d):\n        self.log = torch.load(d + '/log.pt')",
+            11,
+            20,
+        ),
+        # A suffix is no file name: `args.teacher + "_best.pth"` is another model's file.
+        Invalid(
+            "import torch\ndef export(student, args):\n"
+            "    torch.save(student.cpu().state_dict(), args.student + '_best.pth')\n"
+            "def distill(teacher, args):\n"
+            "    teacher.load_state_dict(torch.load(args.teacher + '_best.pth'))",
+            5,
+            29,
+        ),
+        # A model the caller passes in is not the object the file saves, whatever its name.
+        Invalid(
+            "import torch\nfrom torch import nn\ndef train():\n    model = nn.Linear(2, 2)\n"
+            "    torch.save(model.state_dict(), 'mine.pt')\n"
+            "def finetune(model, pretrained_path):\n"
+            "    model.load_state_dict(torch.load(pretrained_path))",
+            7,
+            27,
         ),
         # The same, where the file can use a device: the path may name a GPU's checkpoint.
         Invalid(

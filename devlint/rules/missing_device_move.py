@@ -105,6 +105,11 @@ class MissingDeviceMove(FlowRule):
     required_patterns = (DEVICE_OR_INPUT_SOURCE, CPU_TENSOR_SOURCE)
 
     VALID = (
+        # the helper leaves the first iteration's value alone: its analysis cannot see `t == 0`
+        "import torch\ndef step(prev, cur, t):\n    if t == 0:\n        return cur\n"
+        "    return prev + cur\ndef smooth(x: torch.Tensor, n):\n    prev = torch.zeros(3)\n"
+        "    for t in range(n):\n        cur = x[t].to(x.device)\n"
+        "        prev = step(prev, cur, t)\n    return prev",
         # each iteration moves what the loop passes to the helper, the first one included
         "import torch\nimport torch.nn.functional as F\n"
         "def convolve(signal, kernel):\n    return F.conv1d(signal, kernel)\n"

@@ -22,8 +22,10 @@ class NumpyOnDeviceTensor(FlowRule):
     torch layer's `weight`), or a tensor that lives on the caller's device:
     `forward`'s input, or a tensor parameter of any function, or an item of one
     annotated as a list of tensors (`List[torch.Tensor]`): library code runs
-    wherever its caller keeps the data. A module's output handed to a numpy
-    function is not flagged: a pipeline may return numpy images already;
+    wherever its caller keeps the data. A numpy function that only looks at its
+    argument is not flagged: `np.isscalar(t)`, `np.iterable(t)`, and
+    `np.shape(t)` and `np.ndim(t)`, which return `t.shape` and `t.ndim`. A
+    module's output handed to a numpy function is not flagged: a pipeline may return numpy images already;
     `.numpy()` itself proves a tensor, and so does a torch layer that returns
     one tensor (`nn.Linear`, `nn.Conv2d`; not `nn.LSTM`'s tuple or a container's
     whatever-its-layers-return), and so does a module class of the file whose
@@ -78,6 +80,9 @@ class NumpyOnDeviceTensor(FlowRule):
     required_patterns = (DEVICE_SOURCE_OR_TENSOR_TYPE,)
 
     VALID = (
+        # numpy functions that only look at their argument: a type test, `t.shape`, `t.ndim`
+        "import numpy as np, torch\nt = torch.ones(3).cuda()\n"
+        "if np.isscalar(t) or np.ndim(t) == 0:\n    pass\nsize = np.shape(t)",
         # the `else` of the flag the move was made under: nothing moved there
         "import torch\nfrom torch import nn\nclass Trainer:\n    def __init__(self, args):\n"
         "        self.gpu_mode = args.gpu_mode\n        self.G = nn.Linear(3, 3)\n"
@@ -412,7 +417,8 @@ class NumpyOnDeviceTensor(FlowRule):
         func = node.func
         qualified = self.analysis.names.qualified_syntax_name(func) or ""
         if qualified.startswith("numpy."):
-            self._check_numpy_function(node, qualified)
+            if qualified not in _INSPECTING:
+                self._check_numpy_function(node, qualified)
             return
         if not isinstance(func, ast.Attribute) or func.attr != "numpy" or has_arguments(node):
             return
@@ -501,6 +507,11 @@ def _may_be_on_gpu(value: Value) -> bool:
 def _evidence(citations: Citations, value: Value) -> str:
     cited = citations.of(value.placement)
     return f"{cited}, on some paths" if value.where is Where.MAYBE_DEVICE else cited
+
+
+# numpy functions that look at their argument without converting it: a type test, or an
+# attribute read first (`np.shape(t)` returns `t.shape`, `np.ndim(t)` returns `t.ndim`).
+_INSPECTING = frozenset({"numpy.isscalar", "numpy.iterable", "numpy.ndim", "numpy.shape"})
 
 
 def _converted_arguments(node: ast.Call) -> list[ast.expr]:
