@@ -340,6 +340,9 @@ def _placed_by_parameter(
     """Whether ``value`` was placed on a device named by a parameter of ``function``, which
     means nothing where the caller reads the summary (unless the call passed that parameter:
     ``exempt``, then the placement is the caller's value)."""
+    if value.kind is Kind.SEQUENCE:  # `return cos, sin`, each made with `device=device`
+        items = (*value.elements, *((value.item,) if value.item is not None else ()))
+        return any(_placed_by_parameter(item, function, exempt) for item in items)
     if value.where is not Where.DEVICE:
         return False
     root = value.placement.device.split(".", 1)[0].split("[", 1)[0]

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import builtins
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Optional, Union, cast
 
@@ -82,7 +82,7 @@ _TEMPORARY_PLACES = frozenset(
         "tempfile.mkstemp",
     }
 )
-_TEMPORARY_FIXTURES = frozenset({"tmp_path", "tmpdir"})
+_TEMPORARY_FIXTURES = frozenset({"tmp_path", "tmpdir", "tmp_path_factory", "tmpdir_factory"})
 _PATH_BUILDERS = frozenset({"join", "Path", "PurePath", "str", "fspath", "format", "joinpath"})
 # Factories that copy their data where it lives (`torch.tensor(cuda_tensor)` stays there).
 _DATA_COPIES = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray", "torch.from_file"})
@@ -349,6 +349,9 @@ class CheckpointEvidence:
             return LoadEvidence(safe="saved by the same function")
         if self._temporary(path.value, scope):
             return LoadEvidence(safe="in a temporary place the same function made")
+        same_run = self._saved_earlier_in_this_run(path.value, scope, load)
+        if same_run is not None:
+            return LoadEvidence(safe=same_run)
         checkpoint = self._loaded_into(load, scope, statement, self._checkpoint_use)
         if checkpoint is None:
             tensorless = self._loaded_into(load, scope, statement, _tensorless_use)
@@ -407,6 +410,79 @@ class CheckpointEvidence:
         if self._cpu_attributes is None:
             self._cpu_attributes = _cpu_attributes(self._module, self._names)
         return dotted_name(value) in self._cpu_attributes
+
+    def _saved_earlier_in_this_run(
+        self, path: cst.BaseExpression, scope: Scope, load: cst.Call
+    ) -> Optional[str]:
+        """Why what ``load`` reads was written by this process, on this machine, before it:
+        - a test's fixture (`def test_x(weights_path):`, `@pytest.fixture def weights_path(
+          tmp_path_factory)`) that saves into a temporary place and returns that path;
+        - the object's `__init__`, which saves the path before any other method can run
+          (`torch.save(model.state_dict(), "init_params.pt")`, read back by `range_test`);
+        - the same function, earlier, under the same file name or template (a script saving
+          `"{}.pkl".format(epoch)` each epoch, then loading `"{}.pkl".format(best_epoch)`)."""
+        if isinstance(path, cst.Name) and path.value in _passed_in(scope):
+            fixture = self._fixture(path.value)
+            if fixture is not None and self._returns_temporary_save(fixture):
+                return f"written by the fixture `{path.value}` into a temporary place, this run"
+        key = self._resolve(scope, source_key(path, self._module))
+        init = self._init_of(scope)
+        if init is not None and self._same_everywhere(path, scope):
+            # (its own statements only: not a save under an `if`)
+            lines = [line for line in init.body.body if isinstance(line, cst.SimpleStatementLine)]
+            for target in self._save_targets(node for line in lines for node in descendants(line)):
+                if source_key(target, self._module) == key:
+                    return "saved by the object's `__init__` before any method runs"
+        name = _file_name(path, self._assigned_in(scope))
+        before: list[cst.CSTNode] = []
+        for node in descendants(scope) if name is not None else ():
+            if node is load:
+                break
+            before.append(node)
+        for target in self._save_targets(before):
+            if _file_name(target, self._assigned_in(scope)) == name:
+                return f'saved earlier by the same code under the name "{name}"'
+        return None
+
+    def _save_targets(self, nodes: Iterable[cst.CSTNode]) -> Iterator[cst.BaseExpression]:
+        """Where the `torch.save` calls among ``nodes`` write."""
+        for node in nodes:
+            if type(node) is cst.Call and self._names.qualified_name(node.func) == "torch.save":
+                target = argument(node, 1, "f")
+                if target is not None:
+                    yield target.value
+
+    def _fixture(self, name: str) -> Optional[cst.FunctionDef]:
+        """The module's pytest fixture called ``name``, if any."""
+        for statement in self._module.body:
+            if isinstance(statement, cst.FunctionDef) and statement.name.value == name:
+                for decorator in statement.decorators:
+                    called = decorator.decorator
+                    if isinstance(called, cst.Call):
+                        called = called.func
+                    if (dotted_name(called) or "").rpartition(".")[2] == "fixture":
+                        return statement
+        return None
+
+    def _returns_temporary_save(self, fixture: cst.FunctionDef) -> bool:
+        """Whether every value ``fixture`` returns is a temporary path it saved into."""
+        returned = [
+            node.value
+            for node in descendants(fixture)
+            if type(node) is cst.Return and node.value is not None
+        ]
+        return bool(returned) and all(self._temporary(value, fixture) for value in returned)
+
+    def _init_of(self, scope: Scope) -> Optional[cst.FunctionDef]:
+        """The `__init__` of the class whose method ``scope`` is."""
+        if not isinstance(scope, cst.FunctionDef):
+            return None
+        for node in descendants(self._module):
+            if type(node) is cst.ClassDef and isinstance(node.body, cst.IndentedBlock):
+                methods = [item for item in node.body.body if isinstance(item, cst.FunctionDef)]
+                if any(method is scope for method in methods):
+                    return next((m for m in methods if m.name.value == "__init__"), None)
+        return None
 
     def _saves_own_state(self, restored: str) -> bool:
         """Whether the file saves ``restored``'s state (`torch.save(self.actor.state_dict(),

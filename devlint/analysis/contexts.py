@@ -83,7 +83,7 @@ def bind_arguments(
         positional = positional[1:]
     if len(call.args) > len(positional):
         return None
-    bound = dict(zip(positional, arguments))
+    bound = dict(zip(positional, arguments[: len(call.args)]))
     accepted = set(positional) | {p.arg for p in parameters.kwonlyargs}
     for index, keyword in enumerate(call.keywords, len(call.args)):
         if keyword.arg not in accepted or keyword.arg in bound:

@@ -53,6 +53,14 @@ class LoadWithoutMapLocation(Rule):
       `with tempfile.TemporaryDirectory() as tmp`, `tempfile.mkdtemp()`, a
       `NamedTemporaryFile`, or pytest's `tmp_path`: only this process wrote
       there (`model.save_pretrained(tmp)` then `torch.load(...)`).
+    - **Written earlier in this run** (silent): a test's pytest fixture
+      (`def test_load(weights_path):`) that saves into a temporary place
+      (`tmp_path`, `tmp_path_factory.mktemp(...)`) and returns that path; the
+      object's `__init__`, whose own statements save the path before any other
+      method runs (`torch.save(model.state_dict(), "init_params.pt")`, read back
+      by `range_test`); the same function or script, earlier, under the same
+      file name or template (`"{}.pkl".format(epoch)` saved each epoch, then
+      `"{}.pkl".format(best_epoch)` loaded). One process on one machine.
     - **A file name this file always writes from values moved to the CPU**
       (silent): `torch.save(feats.cpu(), os.path.join(args.dump, "feats.pth"))`
       and `torch.load(os.path.join(args.load, "feats.pth"))`, the folders apart;
@@ -212,6 +220,19 @@ class LoadWithoutMapLocation(Rule):
         "    scheduler.load_state_dict(torch.load(os.path.join(path, 'scheduler.pt')))",
         "import torch\ndef resume(self, path):\n    state = torch.load(path)\n"
         "    self.scaler.load_state_dict(state)",
+        # Written earlier in this run: by a test's fixture, into a temporary place ...
+        "import pytest, torch\n@pytest.fixture\ndef weights_path(tmp_path_factory):\n"
+        "    path = tmp_path_factory.mktemp('m') / 'w.pt'\n"
+        "    torch.save(Net().state_dict(), path)\n    return path\n"
+        "def test_load(weights_path):\n    Net().load_state_dict(torch.load(weights_path))",
+        # ... by the object's `__init__`, before any other method can run ...
+        "import torch\nclass LRFinder:\n    def __init__(self, model):\n"
+        "        self.model = model\n        torch.save(model.state_dict(), 'init.pt')\n"
+        "    def reset(self):\n        self.model.load_state_dict(torch.load('init.pt'))",
+        # ... or by the same script, earlier, under the same template.
+        "import torch\nfor epoch in range(9):\n"
+        "    torch.save(model.state_dict(), '{}.pkl'.format(epoch))\n"
+        "model.load_state_dict(torch.load('{}.pkl'.format(best_epoch)))",
         # Every file of that name this code writes holds a state moved to the CPU.
         "import os, torch\ndef save(net, label):\n    name = '%s_net.pth' % label\n"
         "    torch.save(net.cpu().state_dict(), os.path.join(SAVE_DIR, name))\n"
@@ -306,6 +327,30 @@ class LoadWithoutMapLocation(Rule):
             "        self.log = torch.load(os.path.join(apath, 'loss_log.pt'))",
             9,
             20,
+        ),
+        # A fixture that returns a path it does not write: any file.
+        Invalid(
+            "import pytest, torch\n@pytest.fixture\ndef weights_path():\n"
+            "    return 'weights/net.pt'\n"
+            "def test_load(weights_path):\n    Net().load_state_dict(torch.load(weights_path))",
+            6,
+            27,
+        ),
+        # `__init__` saving under a condition: the file may be an older one.
+        Invalid(
+            "import torch\nclass LRFinder:\n    def __init__(self, model, fresh):\n"
+            "        if fresh:\n            torch.save(model.state_dict(), 'init.pt')\n"
+            "    def reset(self):\n        self.model.load_state_dict(torch.load('init.pt'))",
+            7,
+            36,
+        ),
+        # The same template, saved only after the load (a resume, then training).
+        Invalid(
+            "import torch\nmodel.load_state_dict(torch.load('{}.pkl'.format(args.resume)))\n"
+            "for epoch in range(9):\n"
+            "    torch.save(model.state_dict(), '{}.pkl'.format(epoch))",
+            2,
+            23,
         ),
         # ... nor one an assignment may leave on a device (a list of losses, stacked later).
         Invalid(
