@@ -89,9 +89,8 @@ class CallContexts(CallEvaluator):
         self.exec_block(function.body, env, unit)
         self.recording, self.statement, self.frames = recording, statement, frames
         self._in_progress.discard(function)
-        result = returned(unit)
-        if _placed_by_parameter(result, function):
-            result = UNKNOWN  # `.to(device)` with the callee's own `device`: the caller's choice
+        # `.to(device)` with the callee's own `device`: the caller's choice
+        result = _unplaced_by_parameters(returned(unit), function)
         self._summaries[function] = result
         return result
 
@@ -231,9 +230,7 @@ class CallContexts(CallEvaluator):
             self.frames.pop()
             self.recording, self.statement = recording, statement
             self._in_progress.discard(function)
-        result = returned(unit)
-        if _placed_by_parameter(result, function, exempt=passed.keys()):
-            result = UNKNOWN
+        result = _unplaced_by_parameters(returned(unit), function, exempt=passed.keys())
         return result, tuple(frame.findings)
 
     def _pass_on(
@@ -334,15 +331,25 @@ def returned(unit: Unit) -> Value:
     return replace(result, reset=None) if result.reset is not None else result
 
 
+def _unplaced_by_parameters(
+    value: Value, function: FunctionNode, exempt: Collection[str] = ()
+) -> Value:
+    """``value``, with what ``function`` placed on a device its own parameter names made
+    unknown, items of a returned tuple included (`return cos, sin`, each made with
+    `device=device`; a CPU item beside them stays)."""
+    if value.kind is Kind.SEQUENCE and (value.elements or value.item is not None):
+        elements = tuple(_unplaced_by_parameters(item, function, exempt) for item in value.elements)
+        item = value.item and _unplaced_by_parameters(value.item, function, exempt)
+        return replace(value, elements=elements, item=item)
+    return UNKNOWN if _placed_by_parameter(value, function, exempt) else value
+
+
 def _placed_by_parameter(
     value: Value, function: FunctionNode, exempt: Collection[str] = ()
 ) -> bool:
     """Whether ``value`` was placed on a device named by a parameter of ``function``, which
     means nothing where the caller reads the summary (unless the call passed that parameter:
     ``exempt``, then the placement is the caller's value)."""
-    if value.kind is Kind.SEQUENCE:  # `return cos, sin`, each made with `device=device`
-        items = (*value.elements, *((value.item,) if value.item is not None else ()))
-        return any(_placed_by_parameter(item, function, exempt) for item in items)
     if value.where is not Where.DEVICE:
         return False
     root = value.placement.device.split(".", 1)[0].split("[", 1)[0]

@@ -349,7 +349,7 @@ class CheckpointEvidence:
             return LoadEvidence(safe="saved by the same function")
         if self._temporary(path.value, scope):
             return LoadEvidence(safe="in a temporary place the same function made")
-        same_run = self._saved_earlier_in_this_run(path.value, scope, load)
+        same_run = self._saved_earlier_in_this_run(path.value, scope)
         if same_run is not None:
             return LoadEvidence(safe=same_run)
         checkpoint = self._loaded_into(load, scope, statement, self._checkpoint_use)
@@ -411,37 +411,31 @@ class CheckpointEvidence:
             self._cpu_attributes = _cpu_attributes(self._module, self._names)
         return dotted_name(value) in self._cpu_attributes
 
-    def _saved_earlier_in_this_run(
-        self, path: cst.BaseExpression, scope: Scope, load: cst.Call
-    ) -> Optional[str]:
-        """Why what ``load`` reads was written by this process, on this machine, before it:
-        - a test's fixture (`def test_x(weights_path):`, `@pytest.fixture def weights_path(
-          tmp_path_factory)`) that saves into a temporary place and returns that path;
-        - the object's `__init__`, which saves the path before any other method can run
-          (`torch.save(model.state_dict(), "init_params.pt")`, read back by `range_test`);
-        - the same function, earlier, under the same file name or template (a script saving
-          `"{}.pkl".format(epoch)` each epoch, then loading `"{}.pkl".format(best_epoch)`)."""
+    def _saved_earlier_in_this_run(self, path: cst.BaseExpression, scope: Scope) -> Optional[str]:
+        """Why what a load of ``path`` in ``scope`` reads was written by this process, on this
+        machine, before it:
+        - a test (`def test_x(weights_path):`) given a fixture of the file (`@pytest.fixture
+          def weights_path(tmp_path_factory):`) that saves into a temporary place and returns
+          that path: pytest runs the fixture first;
+        - a method of an object whose `__init__` saves that file name, written out, in its own
+          statements (`torch.save(model.state_dict(), "init_params.pt")`, read back by
+          `range_test`): `__init__` ran first."""
+        if not isinstance(scope, cst.FunctionDef):
+            return None
         if isinstance(path, cst.Name) and path.value in _passed_in(scope):
             fixture = self._fixture(path.value)
-            if fixture is not None and self._returns_temporary_save(fixture):
+            is_test = scope.name.value.startswith("test")
+            if is_test and fixture is not None and self._returns_temporary_save(fixture):
                 return f"written by the fixture `{path.value}` into a temporary place, this run"
-        key = self._resolve(scope, source_key(path, self._module))
         init = self._init_of(scope)
-        if init is not None and self._same_everywhere(path, scope):
-            # (its own statements only: not a save under an `if`)
-            lines = [line for line in init.body.body if isinstance(line, cst.SimpleStatementLine)]
-            for target in self._save_targets(node for line in lines for node in descendants(line)):
-                if source_key(target, self._module) == key:
-                    return "saved by the object's `__init__` before any method runs"
-        name = _file_name(path, self._assigned_in(scope))
-        before: list[cst.CSTNode] = []
-        for node in descendants(scope) if name is not None else ():
-            if node is load:
-                break
-            before.append(node)
-        for target in self._save_targets(before):
-            if _file_name(target, self._assigned_in(scope)) == name:
-                return f'saved earlier by the same code under the name "{name}"'
+        name = string_value(path)
+        if init is None or name is None or not _plain_method(scope):
+            return None
+        # (its own statements only: not a save under an `if`)
+        lines = [line for line in init.body.body if isinstance(line, cst.SimpleStatementLine)]
+        for target in self._save_targets(node for line in lines for node in descendants(line)):
+            if string_value(target) == name:
+                return "saved by the object's `__init__` before its other methods run"
         return None
 
     def _save_targets(self, nodes: Iterable[cst.CSTNode]) -> Iterator[cst.BaseExpression]:
@@ -638,14 +632,30 @@ class CheckpointEvidence:
     def _round_trip_keys(self, scope: Scope, load: cst.Call) -> set[str]:
         """What the function saves into before the load, and names bound from those buffers
         (``data = buffer.getvalue()``). A save after the load (a checkpoint upgraded in place)
-        is no round trip."""
+        is no round trip, nor one in the other branch of an `if` (`if args.train: ... save` /
+        `else: load`), nor one in a function defined there unless the scope calls it before
+        the load (`train()`, then the load: not a callback handed on after it)."""
         keys: set[str] = set()
+        defined_in: dict[int, str] = {}  # nodes of the functions defined in the scope
+        for node in descendants(scope):
+            if type(node) in (cst.FunctionDef, cst.Lambda) and node is not scope:
+                name = node.name.value if isinstance(node, cst.FunctionDef) else "<lambda>"
+                defined_in.update((id(inner), name) for inner in descendants(node))
+        called_before: set[str] = set()
         for node in descendants(scope):
             if node is load:
                 break
+            if type(node) is cst.Call and id(node) not in defined_in:
+                called_before.add(dotted_name(node.func) or "")
+        for node in descendants(scope):
+            if node is load:
+                break
+            owner = defined_in.get(id(node))
+            if owner is not None and owner not in called_before:
+                continue
             if type(node) is cst.Call and self._names.qualified_name(node.func) == "torch.save":
                 target = argument(node, 1, "f")
-                if target is not None:
+                if target is not None and not _exclusive_branches(scope, node, load):
                     keys.add(self._resolve(scope, source_key(target.value, self._module)))
             elif (
                 type(node) is cst.Assign
@@ -767,6 +777,19 @@ def _receiver(call: cst.Call) -> cst.BaseExpression:
             value = value.value
         else:
             return value
+
+
+def _plain_method(function: cst.FunctionDef) -> bool:
+    """A method called on an object `__init__` made: not `__init__` itself, not a static or
+    class method."""
+    decorators = {dotted_name(decorator.decorator) for decorator in function.decorators}
+    params = function.params.params
+    return (
+        function.name.value != "__init__"
+        and not decorators & {"staticmethod", "classmethod"}
+        and bool(params)
+        and params[0].name.value == "self"
+    )
 
 
 def _restoring_receiver(node: cst.CSTNode, is_result: _Matcher) -> Optional[str]:

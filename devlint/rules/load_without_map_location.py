@@ -53,14 +53,13 @@ class LoadWithoutMapLocation(Rule):
       `with tempfile.TemporaryDirectory() as tmp`, `tempfile.mkdtemp()`, a
       `NamedTemporaryFile`, or pytest's `tmp_path`: only this process wrote
       there (`model.save_pretrained(tmp)` then `torch.load(...)`).
-    - **Written earlier in this run** (silent): a test's pytest fixture
-      (`def test_load(weights_path):`) that saves into a temporary place
-      (`tmp_path`, `tmp_path_factory.mktemp(...)`) and returns that path; the
-      object's `__init__`, whose own statements save the path before any other
-      method runs (`torch.save(model.state_dict(), "init_params.pt")`, read back
-      by `range_test`); the same function or script, earlier, under the same
-      file name or template (`"{}.pkl".format(epoch)` saved each epoch, then
-      `"{}.pkl".format(best_epoch)` loaded). One process on one machine.
+    - **Written earlier in this run** (silent): a test (`def test_load(weights_path):`)
+      given a pytest fixture of the file that saves into a temporary place
+      (`tmp_path`, `tmp_path_factory.mktemp(...)`) and returns that path; a
+      method (not `__init__`, not a static or class method) loading a file name
+      written out that the object's `__init__` saves in its own statements
+      (`torch.save(model.state_dict(), "init_params.pt")`, read back by
+      `range_test`). One process on one machine wrote it first.
     - **A file name this file always writes from values moved to the CPU**
       (silent): `torch.save(feats.cpu(), os.path.join(args.dump, "feats.pth"))`
       and `torch.load(os.path.join(args.load, "feats.pth"))`, the folders apart;
@@ -151,6 +150,9 @@ class LoadWithoutMapLocation(Rule):
         "import json\nstate = json.load(f)",
         "import torch\nif torch.cuda.is_available():\n    state = torch.load('ckpt.pt')",
         "import torch\nstate = torch.jit.load('model.pt', map_location='cpu')",
+        # A function of the script, called before the load, saved the file in this run.
+        "import torch\ndef train():\n    model.to(device)\n    torch.save(model, 'model.pt')\n"
+        "train()\nmodel = torch.load('model.pt')",
         # A round trip in one function: saved and loaded by one process.
         "import io, torch\ndef reload(model):\n    buffer = io.BytesIO()\n"
         "    torch.save(model.state_dict(), buffer)\n    buffer.seek(0)\n"
@@ -225,14 +227,10 @@ class LoadWithoutMapLocation(Rule):
         "    path = tmp_path_factory.mktemp('m') / 'w.pt'\n"
         "    torch.save(Net().state_dict(), path)\n    return path\n"
         "def test_load(weights_path):\n    Net().load_state_dict(torch.load(weights_path))",
-        # ... by the object's `__init__`, before any other method can run ...
+        # ... or by the object's `__init__`, before its other methods can run.
         "import torch\nclass LRFinder:\n    def __init__(self, model):\n"
         "        self.model = model\n        torch.save(model.state_dict(), 'init.pt')\n"
         "    def reset(self):\n        self.model.load_state_dict(torch.load('init.pt'))",
-        # ... or by the same script, earlier, under the same template.
-        "import torch\nfor epoch in range(9):\n"
-        "    torch.save(model.state_dict(), '{}.pkl'.format(epoch))\n"
-        "model.load_state_dict(torch.load('{}.pkl'.format(best_epoch)))",
         # Every file of that name this code writes holds a state moved to the CPU.
         "import os, torch\ndef save(net, label):\n    name = '%s_net.pth' % label\n"
         "    torch.save(net.cpu().state_dict(), os.path.join(SAVE_DIR, name))\n"
@@ -251,6 +249,23 @@ class LoadWithoutMapLocation(Rule):
         "    def load(self, path):\n        self.actor.load_state_dict(torch.load(path))",
     )
     INVALID = (
+        # a save in the other branch, or in a function defined there, is no round trip
+        Invalid(
+            "import torch\ndef main(args):\n    model = Net().to(args.device)\n"
+            "    if args.train:\n"
+            "        torch.save(model.state_dict(), 'model.pt')\n    else:\n"
+            "        model.load_state_dict(torch.load('model.pt'))",
+            7,
+            31,
+        ),
+        Invalid(
+            "import torch\ndef main(args):\n    model = Net().to(args.device)\n"
+            "    def checkpoint():\n"
+            "        torch.save(model.state_dict(), 'model.pt')\n"
+            "    model.load_state_dict(torch.load('model.pt'))\n    train(model, checkpoint)",
+            6,
+            27,
+        ),
         # the same tutorial where a device is used: the saved tensors may be a GPU's
         Invalid(
             "import torch\nfrom torch import nn\ndef save():\n    net = nn.Linear(2, 2)\n"
@@ -344,12 +359,29 @@ class LoadWithoutMapLocation(Rule):
             7,
             36,
         ),
-        # The same template, saved only after the load (a resume, then training).
+        # A helper that is no test may be called with any path, whatever the fixture's name.
         Invalid(
-            "import torch\nmodel.load_state_dict(torch.load('{}.pkl'.format(args.resume)))\n"
-            "for epoch in range(9):\n"
-            "    torch.save(model.state_dict(), '{}.pkl'.format(epoch))",
-            2,
+            "import pytest, torch\n@pytest.fixture\ndef weights_path(tmp_path):\n"
+            "    path = tmp_path / 'w.pt'\n    torch.save(Net().state_dict(), path)\n"
+            "    return path\ndef load_net(weights_path):\n"
+            "    Net().load_state_dict(torch.load(weights_path))",
+            8,
+            27,
+        ),
+        # `__init__` itself, or a static method, may run before the save.
+        Invalid(
+            "import torch\nclass LRFinder:\n    def __init__(self, model):\n"
+            "        model.load_state_dict(torch.load('init.pt'))\n"
+            "        torch.save(model.state_dict(), 'init.pt')",
+            4,
+            31,
+        ),
+        # The same name in two folders: the same script saves one and loads the other.
+        Invalid(
+            "import os, torch\nfor epoch in range(9):\n"
+            "    torch.save(model.state_dict(), os.path.join(args.out, 'best.pth'))\n"
+            "model.load_state_dict(torch.load(os.path.join(args.pretrained, 'best.pth')))",
+            4,
             23,
         ),
         # ... nor one an assignment may leave on a device (a list of losses, stacked later).
