@@ -17,6 +17,11 @@ gathers the evidence a file holds about one load:
 - **Safe, CPU data**: the same file saves the same path (``self.processed_paths[0]``) from
   values that show no device (no ``.state_dict()``, ``.cuda()``, ``.to()``, ``device=``, in a
   function that moves nothing to a device): a processed dataset file.
+- **Safe, written first by this run**: a test given a pytest fixture of the file that saves
+  into a temporary path and returns it; a method loading a file name, written out, that the
+  object's ``__init__`` saves in its own statements.
+- **Safe, a CPU attribute**: a file name this file writes only from ``self.log``, an attribute
+  every assignment makes on the CPU, nothing moves and the file reads with ``.numpy()``.
 - **Safe, a CPU-only file's own state**: the result goes into ``self.actor.load_state_dict``,
   the file saves ``self.actor.state_dict()`` (an attribute of ``self``: one object, not a
   caller's model), and nothing it runs can place a value on a device: whatever path the
