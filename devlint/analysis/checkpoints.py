@@ -46,7 +46,7 @@ import builtins
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Optional, Union, cast
+from typing import TYPE_CHECKING, Optional, Union, cast
 
 import libcst as cst
 
@@ -54,6 +54,9 @@ from devlint.analysis.devices import argument, string_value
 from devlint.analysis.names import ImportMap, dotted_name
 from devlint.analysis.torch_api import FACTORIES
 from devlint.traversal import child_nodes, descendants
+
+if TYPE_CHECKING:  # (typing has it from Python 3.10; annotations are not evaluated)
+    from typing import TypeGuard
 
 Scope = Union[cst.Module, cst.FunctionDef]
 _Matcher = Callable[[cst.BaseExpression], bool]
@@ -370,10 +373,14 @@ class CheckpointEvidence:
             # checkpoint too (`network.cpu().state_dict()`): this code saves them so.
             return LoadEvidence(safe=f'this file saves "{name}" from values moved to the CPU')
         restored = self._loaded_into(load, scope, statement, _restoring_receiver)
-        own_object = restored is not None and restored.startswith("self.")
-        if own_object and self._saves_own_state(str(restored)) and self._runs_on_cpu_only():
-            # Wherever the caller points, the object restores what this code saved from it
-            # (an object's attribute: one object, not a caller's model of the same name).
+        # Wherever the caller points, the object restores what this code saved from it (an
+        # attribute of `self`: one object, not a caller's model of the same name).
+        if (
+            restored is not None
+            and restored.startswith("self.")
+            and self._saves_own_state(restored)
+            and self._runs_on_cpu_only()
+        ):
             return LoadEvidence(
                 safe=f"this file saves `{restored}`'s state and moves nothing to a device"
             )
@@ -432,9 +439,9 @@ class CheckpointEvidence:
             is_test = scope.name.value.startswith("test")
             if is_test and fixture is not None and self._returns_temporary_save(fixture):
                 return f"written by the fixture `{path.value}` into a temporary place, this run"
-        init = self._init_of(scope)
         name = string_value(path)
-        if init is None or name is None or not _plain_method(scope):
+        init = self._init_of(scope) if name is not None and _plain_method(scope) else None
+        if init is None:
             return None
         # (its own statements only: not a save under an `if`)
         lines = [line for line in init.body.body if isinstance(line, cst.SimpleStatementLine)]
@@ -443,10 +450,13 @@ class CheckpointEvidence:
                 return "saved by the object's `__init__` before its other methods run"
         return None
 
+    def _is_torch_save(self, node: cst.CSTNode) -> TypeGuard[cst.Call]:
+        return type(node) is cst.Call and self._names.qualified_name(node.func) == "torch.save"
+
     def _save_targets(self, nodes: Iterable[cst.CSTNode]) -> Iterator[cst.BaseExpression]:
         """Where the `torch.save` calls among ``nodes`` write."""
         for node in nodes:
-            if type(node) is cst.Call and self._names.qualified_name(node.func) == "torch.save":
+            if self._is_torch_save(node):
                 target = argument(node, 1, "f")
                 if target is not None:
                     yield target.value
@@ -472,10 +482,8 @@ class CheckpointEvidence:
         ]
         return bool(returned) and all(self._temporary(value, fixture) for value in returned)
 
-    def _init_of(self, scope: Scope) -> Optional[cst.FunctionDef]:
+    def _init_of(self, scope: cst.FunctionDef) -> Optional[cst.FunctionDef]:
         """The `__init__` of the class whose method ``scope`` is."""
-        if not isinstance(scope, cst.FunctionDef):
-            return None
         for node in descendants(self._module):
             if type(node) is cst.ClassDef and isinstance(node.body, cst.IndentedBlock):
                 methods = [item for item in node.body.body if isinstance(item, cst.FunctionDef)]
@@ -624,7 +632,7 @@ class CheckpointEvidence:
             if type(child) is cst.FunctionDef:
                 self._collect_saves(child, child)
                 continue
-            if type(child) is cst.Call and self._names.qualified_name(child.func) == "torch.save":
+            if self._is_torch_save(child):
                 value, target = argument(child, 0, "obj"), argument(child, 1, "f")
                 if value is not None and target is not None:
                     key = self._resolve(scope, source_key(target.value, self._module))
@@ -658,7 +666,7 @@ class CheckpointEvidence:
             owner = defined_in.get(id(node))
             if owner is not None and owner not in called_before:
                 continue
-            if type(node) is cst.Call and self._names.qualified_name(node.func) == "torch.save":
+            if self._is_torch_save(node):
                 target = argument(node, 1, "f")
                 if target is not None and not _exclusive_branches(scope, node, load):
                     keys.add(self._resolve(scope, source_key(target.value, self._module)))
@@ -735,7 +743,7 @@ def _cpu_attributes(module: cst.Module, names: ImportMap) -> set[str]:
                 name = dotted_name(target.target)
                 if name is not None and name.startswith("self."):
                     made[name] = made.get(name, True) and _made_on_cpu(node.value, name, names)
-                else:  # `self.log, n = ...`: not read
+                else:  # unpacked (`self.log, n = ...`): not known to be made on the CPU
                     for inner in _root_dotted(target.target):
                         made[inner] = False
     return {name for name, cpu in made.items() if cpu and name in reads and name not in moved}
