@@ -98,16 +98,23 @@ EXPECTED: dict[str, list[tuple[int, int, str, str]]] = {
     "sequence_models.py": [
         (
             31,
+            37,
+            "DEV005",
+            "`tokens` is on the CPU (created on the CPU by `torch.tensor(...)` at line 30) but "
+            "`self.embed` is a layer of the module, on the module's device",
+        ),
+        (
+            35,
             13,
             "DEV007",
             "`embedding.detach()` may be on a GPU (an item of parameter `embeddings`)",
         ),
         (
-            41,
+            45,
             44,
             "DEV005",
             "`hidden` holds tensors on the CPU (created on the CPU by `torch.zeros(...)` at "
-            "line 23) but `model` was moved to `device` at line 35",
+            "line 23) but `model` was moved to `device` at line 39",
         ),
     ],
     "device_tests.py": [
@@ -140,7 +147,7 @@ ALL_FINDINGS = sorted(
     ]
 )
 FIXTURE_CODES = {code for *_, code in ALL_FINDINGS}
-SUMMARY = "Found 27 problems in 12 files (16 files checked)."
+SUMMARY = "Found 28 problems in 12 files (16 files checked)."
 
 
 @pytest.fixture
@@ -231,7 +238,7 @@ def test_statistics_prints_only_the_counts_with_ruffs_fixable_marker(work: Path)
         f"{count:>{width}}\t{code}\t{'[*]' if code in safe else '[ ]'} {RULES_BY_CODE[code].name}"
         for code, count in rows
     ]
-    assert result.stdout.splitlines()[0] == "6\tDEV005\t[ ] missing-device-move"
+    assert result.stdout.splitlines()[0] == "7\tDEV005\t[ ] missing-device-move"
     # With --unsafe-fixes the unsafe fixes count as fixable too.
     unsafe = run_cli("--statistics", "--unsafe-fixes", "fixtures", cwd=work).stdout
     assert "2\tDEV008\t[*] load-without-map-location" in unsafe.splitlines()

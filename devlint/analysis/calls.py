@@ -793,7 +793,10 @@ class CallEvaluator:
             return Value(Kind.TENSOR, result.placement, scalar=callee.is_loss)
         if callee.kind not in (Kind.MODULE, Kind.UNKNOWN):
             return UNKNOWN
-        if callee.where is Where.DEVICE and self.frames and not self.recording:
+        on_device = callee.where is Where.DEVICE or (
+            callee.where is Where.INPUT and callee.kind is Kind.MODULE  # `self(x)`
+        )
+        if on_device and self.frames and not self.recording:
             self.note_module_input(node, callee, arguments)
         if callee.where in (Where.DEVICE, Where.INPUT, Where.MAYBE_DEVICE):
             shown = self._source(node.func)
@@ -883,9 +886,13 @@ class CallEvaluator:
         inside_forward = receiver.kind is Kind.MODULE and receiver.where is Where.INPUT
         if inside_forward and method in unit.submodules:
             # `self.embedding(positions)`: a layer of the module runs on the module's device.
-            layer = Placement(Where.INPUT, evidence="a layer of the module, on its device")
+            layer = Value(
+                Kind.MODULE, Placement(Where.INPUT, evidence="a layer of the module, on its device")
+            )
             if self.recording:
-                self.values[func] = Value(Kind.MODULE, layer)
+                self.values[func] = layer
+            elif self.frames:
+                self.note_module_input(node, layer, arguments)
             return Value(Kind.TENSOR, receiver.placement)
         if inside_forward and any(value.where is Where.INPUT for value in arguments):
             # `self.encoder(x)` inside forward: a submodule runs where the module's inputs are.

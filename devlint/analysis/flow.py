@@ -68,7 +68,7 @@ from devlint.analysis.syntax import (
     self_attribute,
     statement_blocks,
 )
-from devlint.analysis.syntax_screen import SyntaxFacts, syntax_facts
+from devlint.analysis.syntax_screen import SyntaxFacts, moves_to_device, syntax_facts
 from devlint.analysis.torch_api import (
     WRAPPER_MODULES,
     derives_from_module,
@@ -172,6 +172,7 @@ class DeviceFlow(CallContexts):
         self._class_attributes: dict[str, Env] = {}
         self._module = module
         self._device_source: Optional[bool] = None
+        self._device_moves: Optional[bool] = None
         self._flags: Optional[frozenset[str]] = None
         self._uses: Optional[NameUses] = None
         self._returns_tensor: dict[str, bool] = {}  # see `class_returns_tensor`
@@ -318,6 +319,7 @@ class DeviceFlow(CallContexts):
             tensors = {n: kind for n, kind in tensors.items() if f"self.{n}" not in reassigned}
             numbers = frozenset(name for name in numbers if f"self.{name}" not in reassigned)
         self._class_attributes[name] = attributes
+        construction = _run_by_init(facts.methods) if module_class else set()
         for method_name, method in facts.methods.items():
             if method_name != "__init__":
                 forward = module_class and method_name == "forward"
@@ -330,6 +332,9 @@ class DeviceFlow(CallContexts):
                     method,
                     module_class,
                     forward=forward,
+                    on_module_device=module_class
+                    and method_name not in construction
+                    and self._moves_to_device(),
                     tensor_parameters=parameters,
                     tensor_items=self._tensor_items(method, (name, *facts.bases)),
                     submodules=submodules,
@@ -366,6 +371,7 @@ class DeviceFlow(CallContexts):
         device, cpu = self._reachable(function)
         script = self._reachable(self._module)
         device = device or script[0] or unit.forward or bool(unit.tensor_parameters)
+        device = device or (unit.on_module_device and bool(unit.submodules or unit.tensors))
         device = device or bool(unit.tensor_items)
         cpu = cpu or script[1] or self.facts.cpu_everywhere
         return device and (cpu or facts.numpy_call)
@@ -507,6 +513,14 @@ class DeviceFlow(CallContexts):
             self._device_source = facts.device_source
         return self._device_source
 
+    def _moves_to_device(self) -> bool:
+        """Whether the file moves anything to a device itself: a module's methods other than
+        `forward` run on its device only in code that uses one (a script training on the CPU
+        by design calls `self.fc1(torch.tensor(batch))` in its `train_net`)."""
+        if self._device_moves is None:
+            self._device_moves = moves_to_device(self._module)
+        return self._device_moves
+
     def _numbers_of(self, function: FunctionNode) -> frozenset[str]:
         numbers = self._numeric.get(function)
         if numbers is None:
@@ -519,7 +533,7 @@ class DeviceFlow(CallContexts):
         for index, param in enumerate(every):
             name = param.arg
             if index == 0 and name in ("self", "cls") and unit.module_class:
-                where = Where.INPUT if unit.forward else Where.UNKNOWN
+                where = Where.INPUT if unit.forward or unit.on_module_device else Where.UNKNOWN
                 env[name] = Value(Kind.MODULE, Placement(where))
             elif name in self._numbers_of(function) and name not in unit.tensor_parameters:
                 env[name] = SCALAR  # `forward(self, x, seq_len)`: `torch.arange(seq_len)`
@@ -1059,6 +1073,33 @@ def _functions_in(
         else:
             for block in statement_blocks(statement):
                 yield from _functions_in(block, owner)
+
+
+def _run_by_init(methods: Mapping[str, FunctionNode]) -> set[str]:
+    """The methods `__init__` calls as `self.name(...)`, and those they call in turn: they run
+    while the module is still on the CPU (`self._conv_output_size(shape)` feeding a dummy
+    input to its layers). Static and class methods too, whose first parameter is no module."""
+    reached = {
+        name
+        for name, method in methods.items()
+        if {dotted_name(d) for d in method.decorator_list} & {"staticmethod", "classmethod"}
+    }
+    pending = ["__init__"]
+    while pending:
+        method = methods.get(pending.pop())
+        if method is None:
+            continue
+        for node in nodes_below(method):
+            if (
+                type(node) is ast.Attribute
+                and type(node.value) is ast.Name
+                and node.value.id == "self"
+                and node.attr in methods
+                and node.attr not in reached
+            ):
+                reached.add(node.attr)
+                pending.append(node.attr)
+    return reached
 
 
 def _assigned_names(function: FunctionNode) -> set[str]:

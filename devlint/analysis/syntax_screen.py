@@ -30,7 +30,7 @@ from devlint.analysis.parameters import (
     tensor_parameters,
 )
 from devlint.analysis.prefilter import LOADER_NAME
-from devlint.analysis.syntax import CHILD_FIELDS, child_fields, has_arguments
+from devlint.analysis.syntax import CHILD_FIELDS, child_fields, has_arguments, nodes_below
 from devlint.analysis.torch_api import DEVICE_MOVES, FACTORY_NAMES
 
 
@@ -189,14 +189,24 @@ def _is_move(node: ast.expr) -> bool:
 
 
 def _places_on_device(call: ast.Call) -> bool:
+    if _method(call) in _PARAMETER_METHODS:
+        return True  # a module's parameters: on its device
+    return _moves_to_device(call)
+
+
+def _moves_to_device(call: ast.Call) -> bool:
     method = _method(call)
     if method == "cuda" or (method == "to" and has_arguments(call)):
         return True
-    if method in _PARAMETER_METHODS:
-        return True  # a module's parameters: on its device
     return any(
         keyword.arg == "device" and not _is_none_or_cpu(keyword.value) for keyword in call.keywords
     )
+
+
+def moves_to_device(tree: ast.AST) -> bool:
+    """Whether code puts anything on a device itself (`.cuda()`, `.to(d)`, `device=d`), not
+    only through a module's parameters."""
+    return any(type(node) is ast.Call and _moves_to_device(node) for node in nodes_below(tree))
 
 
 _PARAMETER_METHODS = frozenset({"parameters", "buffers", "named_parameters", "named_buffers"})

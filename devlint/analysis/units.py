@@ -21,6 +21,9 @@ class Unit:
     function: Optional[FunctionNode]
     module_class: bool = False  # a method of an nn.Module subclass
     forward: bool = False
+    # A method of an nn.Module subclass that runs where the module is (not one `__init__`
+    # runs, while the module is still on the CPU): its layers are on the module's device.
+    on_module_device: bool = False
     # Parameters that are tensors on the caller's device (see `parameters`).
     tensor_parameters: frozenset[str] = frozenset()
     # Parameters the function unpacks into tensors of the caller's device, with which items

@@ -63,7 +63,9 @@ class MissingDeviceMove(FlowRule):
 
     In a module's `forward` and the methods it calls, its registered buffers and
     parameters, its torch layers (`self.proj`) and their `weight` and `bias`
-    live on the module's device. `forward`'s inputs do too, except those the
+    live on the module's device; so they do in its other methods (a VAE's
+    `sample`), in a file that puts anything on a device, except in the methods
+    `__init__` runs, while the module is still on the CPU. `forward`'s inputs do too, except those the
     code shows to be numbers: annotated `int`, `float` or `bool`, a number by
     default, or used as a size (`torch.arange(seq_len)`, `range(n)`).
 
@@ -303,9 +305,39 @@ class MissingDeviceMove(FlowRule):
         "    return img.index_select(3, inv)\ndef extract(model, loader):\n"
         "    for img in loader:\n        for i in range(2):\n            if i == 1:\n"
         "                img = fliplr(img)\n            out = model(img.cuda())",
+        # a method `__init__` runs feeds its layers while the module is on the CPU
+        "import torch\nfrom torch import nn\nclass Net(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.conv = nn.Conv2d(3, 8, 3)\n"
+        "        self.flat = self._flat_size((3, 32, 32))\n"
+        "    def _flat_size(self, shape):\n        return self.conv(torch.zeros(1, *shape)).numel()\n"
+        "model = Net().to('cuda')",
+        # a file that puts nothing on a device trains on the CPU by design
+        "import torch\nfrom torch import nn\nclass PPO(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.fc1 = nn.Linear(4, 2)\n"
+        "    def train_net(self, rows):\n        return self.fc1(torch.tensor(rows))",
     )
 
     INVALID = (
+        # a method of a module other than `forward` runs where the module is
+        Invalid(
+            "import torch\nfrom torch import nn\nclass VAE(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.decoder = nn.Linear(8, 64)\n"
+            "    def sample(self, n):\n        z = torch.randn(n, 8)\n        return self.decoder(z)\n"
+            "model = VAE().to('cuda')",
+            9,
+            29,
+            "`self.decoder` is a layer of the module",
+        ),
+        # ... and so does a method `forward` calls, with what `forward` passes it
+        Invalid(
+            "import torch\nfrom torch import nn\nclass Net(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.layer = nn.Linear(32, 2)\n"
+            "    def step(self, x):\n        return self.layer(x)\n"
+            "    def forward(self, x):\n        return self.step(torch.ones(32)) + x",
+            10,
+            26,
+            "`step` passes it to `self.layer` at line 8, which is a layer of the module",
+        ),
         # the same helper, also kept to run on the module's output
         Invalid(
             "import torch\nfrom torch import nn\ndef peaks(hm: torch.Tensor):\n"
@@ -617,7 +649,11 @@ class MissingDeviceMove(FlowRule):
 
     def visit_Call(self, node: ast.Call) -> None:
         flow = self.analysis.flow
+        passed_on: set[ast.expr] = set()  # each argument once, whatever its helper met
         for passed in flow.call_findings.get(node, ()):
+            if passed.argument in passed_on:
+                continue
+            passed_on.add(passed.argument)
             if passed.inner.combined:
                 self._check_combined_in_callee(node, passed)
             else:
@@ -717,14 +753,15 @@ class MissingDeviceMove(FlowRule):
         assert isinstance(inner.node, ast.Call)
         citations = Citations()
         cpu_evidence = citations.of(passed.value.placement)
-        module_evidence = citations.of(inner.partner.placement)
+        module_evidence = citations.of(inner.partner.placement) or "the module, on its device"
         inner_line = citations.line_of(inner.node)
         argument = self.analysis.source_of(passed.argument)
         self.report(
             passed.argument,
             f"`{argument}` is on the CPU ({cpu_evidence}) but `{inner.function}` passes it to "
-            f"`{self.analysis.source_of(inner.node.func)}` at line {inner_line}, which was "
-            f"{module_evidence}: move it {self._module_move(inner.partner, passed.argument)}",
+            f"`{self.analysis.source_of(inner.node.func)}` at line {inner_line}, which "
+            f"{'is' if inner.partner.where is Where.INPUT else 'was'} {module_evidence}: "
+            f"move it {self._module_move(inner.partner, passed.argument)}",
             citations.cited(),
         )
 
@@ -819,11 +856,17 @@ class MissingDeviceMove(FlowRule):
         argument, value = found
         citations = Citations()
         cpu_evidence = citations.of(value.placement)
+        layer = self.analysis.source_of(node.func)
+        what = "the module itself" if layer == "self" else "a layer of the module"
+        advice = (
+            "create it with `device=` the module's device"
+            if made_by_factory(value)
+            else "move it to the module's device"
+        )
         self.report(
             argument,
             f"`{self.analysis.source_of(argument)}` is on the CPU ({cpu_evidence}) but "
-            f"`{self.analysis.source_of(node.func)}` is a layer of the module, on the module's "
-            "device: create it with `device=` the input's device",
+            f"`{layer}` is {what}, on the module's device: {advice}",
             citations.cited(),
         )
 
