@@ -164,6 +164,7 @@ class CallContexts(CallEvaluator):
             caller.module_class,
             submodules=caller.submodules,
             numbers=caller.numbers,
+            lists=caller.lists,
             tensors=caller.tensors,
             default_device_changed=caller.default_device_changed,
         )

@@ -309,8 +309,11 @@ class CallEvaluator:
         dotted = dotted_name(node)
         if dotted is not None and dotted in env:
             return env[dotted]
-        if node.attr in unit.numbers and type(node.value) is ast.Name and node.value.id == "self":
-            return SCALAR
+        if type(node.value) is ast.Name and node.value.id == "self":
+            if node.attr in unit.lists:  # (`List[float]` first: a number, and a list of them)
+                return Value(Kind.SEQUENCE)
+            if node.attr in unit.numbers:
+                return SCALAR
         base = self.eval(node.value, env, unit)
         attribute = node.attr
         if base.kind is Kind.TENSOR and attribute in _TENSOR_ATTRIBUTES:

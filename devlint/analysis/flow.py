@@ -49,9 +49,11 @@ from devlint.analysis.moved_results import helper_key, helpers_moved_by_callers
 from devlint.analysis.name_uses import NameUses, constructs, name_uses
 from devlint.analysis.names import ImportMap
 from devlint.analysis.narrowing import type_test
-from devlint.analysis.numbers import number_attributes
+from devlint.analysis.numbers import list_attributes, number_attributes
 from devlint.analysis.parameters import (
+    annotated_as_list,
     annotated_as_tensors,
+    list_parameters,
     module_tensors_set_in,
     names_on_a_device,
     names_used_as_tensors,
@@ -298,26 +300,28 @@ class DeviceFlow(CallContexts):
             attributes = {key: value for key, value in init_env.items() if key.startswith("self.")}
         submodules: frozenset[str] = frozenset()
         numbers: frozenset[str] = frozenset()
+        lists: frozenset[str] = frozenset()
         tensors: dict[str, str] = {}
         if module_class:
             attributes = {}  # a module's attributes move with it: unknown here, DEV009's concern
-            numbers = (
-                number_attributes(init, self._numbers_of(init)) if init is not None else frozenset()
-            )
-            submodules = self._layers_set_in(init) if init is not None else frozenset()
-            tensors = module_tensors_set_in(init, self.names) if init is not None else {}
-        if attributes or submodules or tensors or numbers:
+            if init is not None:
+                numbers = number_attributes(init, self._numbers_of(init))
+                lists = list_attributes(init, list_parameters(init))
+                submodules = self._layers_set_in(init)
+                tensors = module_tensors_set_in(init, self.names)
+        if attributes or submodules or tensors or numbers or lists:
             reassigned = set().union(
                 *(_assigned_names(m) for n, m in facts.methods.items() if n != "__init__")
             )
+
+            def kept(names: Iterable[str]) -> frozenset[str]:
+                return frozenset(name for name in names if f"self.{name}" not in reassigned)
+
             attributes = {key: value for key, value in attributes.items() if key not in reassigned}
-            submodules = (
-                frozenset(name for name in submodules if f"self.{name}" not in reassigned)
-                - facts.methods.keys()
-            )
+            submodules = kept(submodules) - facts.methods.keys()
             # (a buffer assigned a new tensor later holds that tensor, wherever it lives)
             tensors = {n: kind for n, kind in tensors.items() if f"self.{n}" not in reassigned}
-            numbers = frozenset(name for name in numbers if f"self.{name}" not in reassigned)
+            numbers, lists = kept(numbers), kept(lists)
         self._class_attributes[name] = attributes
         construction = _run_by_init(facts.methods) if module_class else set()
         for method_name, method in facts.methods.items():
@@ -339,6 +343,7 @@ class DeviceFlow(CallContexts):
                     tensor_items=self._tensor_items(method, (name, *facts.bases)),
                     submodules=submodules,
                     numbers=numbers,
+                    lists=lists,
                     tensors=tensors,
                 )
                 self._analyze(method, unit, attributes, method in self._feeding_methods)
@@ -536,7 +541,9 @@ class DeviceFlow(CallContexts):
                 where = Where.INPUT if unit.forward or unit.on_module_device else Where.UNKNOWN
                 env[name] = Value(Kind.MODULE, Placement(where))
             elif name in self._numbers_of(function) and name not in unit.tensor_parameters:
-                env[name] = SCALAR  # `forward(self, x, seq_len)`: `torch.arange(seq_len)`
+                # `forward(self, x, seq_len)`: `torch.arange(seq_len)`; `freqs: List[float]`
+                listed = annotated_as_list(param.annotation)
+                env[name] = Value(Kind.SEQUENCE, item=SCALAR) if listed else SCALAR
             elif name in unit.tensor_items and name not in unit.tensor_parameters:
                 env[name] = _tensor_tuple(unit.tensor_items[name], name, unit.forward)
             elif unit.forward and index > 0:
@@ -546,6 +553,8 @@ class DeviceFlow(CallContexts):
                 evidence = f"{'an item of ' if listed else ''}parameter `{name}`"
                 tensor = Value(Kind.TENSOR, Placement(Where.INPUT, evidence=evidence))
                 env[name] = Value(Kind.SEQUENCE, item=tensor) if listed else tensor
+            elif annotated_as_list(param.annotation):
+                env[name] = Value(Kind.SEQUENCE)  # `freqs: List[float]`
             elif looks_like_loader(name):
                 env[name] = cpu_loader(f"from the data loader `{name}`", param)
             else:

@@ -100,6 +100,24 @@ def annotated_as_tensors(annotation: ast.expr | None) -> bool:
     )
 
 
+def annotated_as_list(annotation: ast.expr | None) -> bool:
+    """`List[float]`, `list`, `Tuple[int, int]`, `Sequence[float]`: a list or tuple (which
+    `torch.tensor` makes a tensor with a dimension, never a 0-dim one)."""
+    if isinstance(annotation, ast.Subscript):
+        annotation = annotation.value
+    return (dotted_name(annotation) or "").rpartition(".")[2] in _LISTS
+
+
+_LISTS = _SEQUENCES - {"Iterable"}
+
+
+def list_parameters(function: FunctionNode) -> frozenset[str]:
+    """The parameters of ``function`` annotated as lists or tuples."""
+    arguments = function.args
+    every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+    return frozenset(p.arg for p in every if annotated_as_list(p.annotation))
+
+
 def names_used_as_tensors(function: FunctionNode) -> set[str]:
     """Names in ``function``'s own code that are used the way only a tensor is used, before
     anything is assigned to them (`img = torch.from_numpy(img)` makes a new tensor of an array)."""

@@ -34,6 +34,8 @@ class Unit:
     submodules: frozenset[str] = frozenset()
     # In a module's methods: the attributes `__init__` sets to plain numbers (`self.eps`).
     numbers: frozenset[str] = frozenset()
+    # ... and those it sets to lists or tuples (`self.freqs = [0.5, 1.0]`).
+    lists: frozenset[str] = frozenset()
     # In a module's methods: its buffers and parameters (`self.register_buffer("name", ...)`,
     # `self.name = nn.Parameter(...)` in `__init__`), by name, with which of the two each is.
     tensors: Mapping[str, str] = field(default_factory=dict)

@@ -315,9 +315,32 @@ class MissingDeviceMove(FlowRule):
         "import torch\nfrom torch import nn\nclass PPO(nn.Module):\n    def __init__(self):\n"
         "        super().__init__()\n        self.fc1 = nn.Linear(4, 2)\n"
         "    def train_net(self, rows):\n        return self.fc1(torch.tensor(rows))",
+        # `torch.tensor` of a number is a 0-dim tensor, which mixes with any device
+        "import torch\nfrom torch import nn\nclass Scale(nn.Module):\n"
+        "    def __init__(self, scale: float):\n        super().__init__()\n"
+        "        self.lin = nn.Linear(4, 4)\n        self.scale = scale\n"
+        "    def forward(self, x):\n        return self.lin(x) * torch.tensor(self.scale)",
     )
 
     INVALID = (
+        # ... but of a list it has a dimension: `self.freqs` is one, `__init__` shows it
+        Invalid(
+            "import torch\nfrom torch import nn\nclass Scorer(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n"
+            "        self.lin = nn.Linear(4, 4)\n        self.freqs = [0.5, 1.0, 2.0, 4.0]\n"
+            "    def forward(self, x):\n        w = torch.tensor(self.freqs) * 2.0\n"
+            "        return self.lin(x) + w.sqrt()",
+            9,
+            13,
+        ),
+        # ... and so is a parameter annotated as a list of numbers
+        Invalid(
+            "import torch\nfrom typing import List\n"
+            "def weigh(scores: torch.Tensor, freqs: List[float]):\n"
+            "    return scores + torch.tensor(freqs)",
+            4,
+            21,
+        ),
         # a method of a module other than `forward` runs where the module is
         Invalid(
             "import torch\nfrom torch import nn\nclass VAE(nn.Module):\n    def __init__(self):\n"
