@@ -105,6 +105,8 @@ def annotated_as_list(annotation: ast.expr | None) -> bool:
     `torch.tensor` makes a tensor with a dimension, never a 0-dim one)."""
     if isinstance(annotation, ast.Subscript):
         annotation = annotation.value
+    if annotation is None:
+        return False
     return (dotted_name(annotation) or "").rpartition(".")[2] in _LISTS
 
 
