@@ -658,7 +658,10 @@ class DeviceFlow(CallContexts):
                 body = self.exec_block(node.body, body_env, unit)
             with self._silenced_if(available is True):  # `elif` is an `if` in here
                 orelse = self.exec_block(node.orelse, orelse_env, unit)
-        self._note_exits(body, orelse)
+        self._note_exits(
+            body if body is not None or not _raises(node.body) else {},
+            orelse if orelse is not None or not _raises(node.orelse) else {},
+        )  # (a branch ending in `raise` ends the run there: no iteration goes on past it)
         if body is not None and orelse is not None:  # (else only one branch goes on: its word)
             give_back(body, forgotten[0])
             give_back(orelse, forgotten[1])
@@ -963,6 +966,10 @@ def _place_on_cpu(env: Env, device: str) -> None:
         if value.where is Where.DEVICE and value.placement.device == device:
             evidence = f"on `{device}`, the CPU in this branch"
             env[name] = value.placed(Placement(Where.CPU, evidence=evidence))
+
+
+def _raises(block: Sequence[ast.stmt]) -> bool:
+    return bool(block) and type(block[-1]) is ast.Raise
 
 
 def _replace(env: Env, merged: Optional[Env]) -> bool:

@@ -179,6 +179,16 @@ class CrossDeviceOp(FlowRule):
             17,
             "line 5 on the loop's next iteration mixes",
         ),
+        # ... an error raised before the sum ends the run, not the iteration alone
+        Invalid(
+            "import torch\ndevice = 'cuda:0'\ntotal = torch.zeros(1, device=device)\n"
+            "for step in range(9):\n    if step < 0:\n        raise ValueError(step)\n"
+            "    total += torch.ones(1, device=device)\n"
+            "    if step % 3 == 0:\n        print(total)\n        total = torch.zeros(1)",
+            10,
+            17,
+            "line 7 on the loop's next iteration mixes",
+        ),
         # what one iteration leaves is seen at the next
         Invalid(
             "import torch\nfor step in range(3):\n    if step:\n"
