@@ -25,7 +25,7 @@ from devlint.analysis.contexts import (
     none_defaulted,
 )
 from devlint.analysis.syntax import call_arguments, dotted_name
-from devlint.analysis.units import ClassFacts, Env, FunctionNode, Unit
+from devlint.analysis.units import ClassFacts, Env, FunctionNode, ModuleMembers, Unit
 from devlint.analysis.values import (
     NONE,
     UNKNOWN,
@@ -146,9 +146,12 @@ class CallContexts(CallEvaluator):
         receiver: Value,
         arguments: list[Value],
         caller: Unit,
+        members: Optional[ModuleMembers] = None,
     ) -> Value:
         """`self.helper(inputs, mask)` in a method of the class: the helper analysed with the
-        values passed, `self` included; UNKNOWN where it cannot be."""
+        values passed, `self` included; UNKNOWN where it cannot be. ``members``: those of the
+        module whose method it is, where that is not the caller's (`self.encoder(x)` running
+        the `forward` of the file's `Encoder`)."""
         if _decorated(method):
             return UNKNOWN  # a property, a cached or wrapped method: not the code called here
         decorators = {dotted_name(decorator) for decorator in method.decorator_list}
@@ -162,10 +165,7 @@ class CallContexts(CallEvaluator):
         unit = Unit(
             method,
             caller.module_class,
-            submodules=caller.submodules,
-            numbers=caller.numbers,
-            lists=caller.lists,
-            tensors=caller.tensors,
+            members=caller.members if members is None else members,
             default_device_changed=caller.default_device_changed,
         )
         result = self._in_context(method, call, bound, unit, is_method=not static)

@@ -72,7 +72,7 @@ from devlint.analysis.values import (
 
 if TYPE_CHECKING:
     from devlint.analysis.contexts import Frame
-    from devlint.analysis.units import Env, FunctionNode, Unit
+    from devlint.analysis.units import Env, FunctionNode, ModuleMembers, Unit
 
 # Calls whose result is their first argument, or iterates as it does: `tqdm(loader)`, and the
 # deprecated `Variable(t)`, which wraps the tensor where it is.
@@ -223,6 +223,7 @@ class CallEvaluator:
         receiver: Value,
         arguments: list[Value],
         caller: Unit,
+        members: Optional[ModuleMembers] = None,
     ) -> Value:
         raise NotImplementedError
 
@@ -310,9 +311,11 @@ class CallEvaluator:
         if dotted is not None and dotted in env:
             return env[dotted]
         if type(node.value) is ast.Name and node.value.id == "self":
-            if node.attr in unit.lists:  # (`List[float]` first: a number, and a list of them)
+            if (
+                node.attr in unit.members.lists
+            ):  # (`List[float]` first: a number, and a list of them)
                 return Value(Kind.SEQUENCE)
-            if node.attr in unit.numbers:
+            if node.attr in unit.members.numbers:
                 return SCALAR
         base = self.eval(node.value, env, unit)
         attribute = node.attr
@@ -326,7 +329,7 @@ class CallEvaluator:
             layer = self._layer_attribute(node, unit)
             if layer is not None:
                 return layer
-        registered = unit.tensors.get(attribute) if base.kind is Kind.MODULE else None
+        registered = unit.members.tensors.get(attribute) if base.kind is Kind.MODULE else None
         if registered is not None and type(node.value) is ast.Name and node.value.id == "self":
             # `self.inv_freq`, a registered buffer: `.to()` moves it with the module
             evidence = f"`self.{attribute}`, a {registered} of the module"
@@ -341,7 +344,7 @@ class CallEvaluator:
         """Inside the module's code: `self.linear`, a torch layer `__init__` made (which `.to()`
         moves with the module), and its `weight` or `bias`, on the module's device."""
         owner = node.value
-        if type(owner) is ast.Name and owner.id == "self" and node.attr in unit.submodules:
+        if type(owner) is ast.Name and owner.id == "self" and node.attr in unit.members.submodules:
             evidence = f"`self.{node.attr}`, a layer of the module"
             return Value(Kind.MODULE, Placement(Where.INPUT, evidence=evidence))
         if (
@@ -349,7 +352,7 @@ class CallEvaluator:
             and type(owner) is ast.Attribute
             and type(owner.value) is ast.Name
             and owner.value.id == "self"
-            and owner.attr in unit.submodules
+            and owner.attr in unit.members.submodules
         ):
             evidence = f"`self.{owner.attr}.{node.attr}`, a parameter of the module"
             return Value(Kind.TENSOR, Placement(Where.INPUT, evidence=evidence))
@@ -887,7 +890,10 @@ class CallEvaluator:
             )
             return Value(Kind.SEQUENCE, item=item)
         inside_forward = receiver.kind is Kind.MODULE and receiver.where is Where.INPUT
-        if inside_forward and method in unit.submodules:
+        module_class = unit.members.modules.get(method) if inside_forward else None
+        if module_class is not None:
+            return self._member_module_call(node, func, module_class, arguments, unit)
+        if inside_forward and method in unit.members.submodules:
             # `self.embedding(positions)`: a layer of the module runs on the module's device.
             layer = Value(
                 Kind.MODULE, Placement(Where.INPUT, evidence="a layer of the module, on its device")
@@ -901,6 +907,29 @@ class CallEvaluator:
             # `self.encoder(x)` inside forward: a submodule runs where the module's inputs are.
             return Value(Kind.TENSOR, receiver.placement)
         return UNKNOWN
+
+    def _member_module_call(
+        self,
+        node: ast.Call,
+        func: ast.Attribute,
+        class_name: str,
+        arguments: list[Value],
+        unit: Unit,
+    ) -> Value:
+        """`self.pos(steps)`, a module of the file's class `PositionalEncoding`: its `forward`
+        runs where the module is, with what the call passes."""
+        placement = Placement(
+            Where.INPUT, evidence=f"`{self._source(func)}`, a module of the module"
+        )
+        # (not recorded as a layer: what its `forward` does with the input decides)
+        module = Value(Kind.MODULE, placement, class_name=class_name)
+        forward = self.methods_of(class_name)["forward"]
+        members = self.module_members(class_name)
+        result = self.method_call(node, forward, module, arguments, unit, members)
+        return Value(Kind.TENSOR, placement) if result is UNKNOWN else result
+
+    def module_members(self, name: str) -> ModuleMembers:
+        raise NotImplementedError
 
     def _helper_method(self, class_name: str, method: str) -> Optional[FunctionNode]:
         """A helper method the file's class ``class_name`` defines itself: not `forward`, which

@@ -79,7 +79,7 @@ from devlint.analysis.torch_api import (
     is_torch_nn_class,
     looks_like_loader,
 )
-from devlint.analysis.units import ClassFacts, Env, FunctionNode, Unit
+from devlint.analysis.units import NO_MEMBERS, ClassFacts, Env, FunctionNode, ModuleMembers, Unit
 from devlint.analysis.values import (
     NOT_A_TENSOR,
     SCALAR,
@@ -172,6 +172,7 @@ class DeviceFlow(CallContexts):
         self._in_progress: set[FunctionNode] = set()
         # What each plain class's `__init__` leaves in `self` attributes no other method changes.
         self._class_attributes: dict[str, Env] = {}
+        self._members: dict[str, ModuleMembers] = {}  # see `module_members`
         self._module = module
         self._device_source: Optional[bool] = None
         self._device_moves: Optional[bool] = None
@@ -298,30 +299,13 @@ class DeviceFlow(CallContexts):
             context = {} if module_class else self._construction_context(name, init)
             init_env = self._analyze(init, unit, attributes, not module_class, context)
             attributes = {key: value for key, value in init_env.items() if key.startswith("self.")}
-        submodules: frozenset[str] = frozenset()
-        numbers: frozenset[str] = frozenset()
-        lists: frozenset[str] = frozenset()
-        tensors: dict[str, str] = {}
+        members = NO_MEMBERS
         if module_class:
             attributes = {}  # a module's attributes move with it: unknown here, DEV009's concern
-            if init is not None:
-                numbers = number_attributes(init, self._numbers_of(init))
-                lists = list_attributes(init, list_parameters(init))
-                submodules = self._layers_set_in(init)
-                tensors = module_tensors_set_in(init, self.names)
-        if attributes or submodules or tensors or numbers or lists:
-            reassigned = set().union(
-                *(_assigned_names(m) for n, m in facts.methods.items() if n != "__init__")
-            )
-
-            def kept(names: Iterable[str]) -> frozenset[str]:
-                return frozenset(name for name in names if f"self.{name}" not in reassigned)
-
+            members = self.module_members(name)
+        elif attributes:
+            reassigned = _reassigned_in_methods(facts)
             attributes = {key: value for key, value in attributes.items() if key not in reassigned}
-            submodules = kept(submodules) - facts.methods.keys()
-            # (a buffer assigned a new tensor later holds that tensor, wherever it lives)
-            tensors = {n: kind for n, kind in tensors.items() if f"self.{n}" not in reassigned}
-            numbers, lists = kept(numbers), kept(lists)
         self._class_attributes[name] = attributes
         construction = _run_by_init(facts.methods) if module_class else set()
         for method_name, method in facts.methods.items():
@@ -341,12 +325,55 @@ class DeviceFlow(CallContexts):
                     and self._moves_to_device(),
                     tensor_parameters=parameters,
                     tensor_items=self._tensor_items(method, (name, *facts.bases)),
-                    submodules=submodules,
-                    numbers=numbers,
-                    lists=lists,
-                    tensors=tensors,
+                    members=members,
                 )
                 self._analyze(method, unit, attributes, method in self._feeding_methods)
+
+    def module_members(self, name: str) -> ModuleMembers:
+        """What the `__init__` of the file's module class ``name`` made of the attributes no
+        other method of it sets again."""
+        known = self._members.get(name)
+        if known is not None:
+            return known
+        facts = self.classes[name]
+        init = facts.methods.get("__init__")
+        if init is None:
+            known = self._members[name] = NO_MEMBERS
+            return known
+        reassigned = _reassigned_in_methods(facts)
+
+        def kept(names: Iterable[str]) -> frozenset[str]:
+            return frozenset(name for name in names if f"self.{name}" not in reassigned)
+
+        known = self._members[name] = ModuleMembers(
+            # (a method of the same name shadows the attribute: `self.name(...)` calls it)
+            submodules=kept(self._layers_set_in(init)) - facts.methods.keys(),
+            numbers=kept(number_attributes(init, self._numbers_of(init))),
+            lists=kept(list_attributes(init, list_parameters(init))),
+            # (a buffer assigned a new tensor later holds that tensor, wherever it lives)
+            tensors={
+                attribute: kind
+                for attribute, kind in module_tensors_set_in(init, self.names).items()
+                if f"self.{attribute}" not in reassigned
+            },
+            modules={
+                attribute: module
+                for attribute, module in self._modules_set_in(init).items()
+                if f"self.{attribute}" not in reassigned and attribute not in facts.methods
+            },
+        )
+        return known
+
+    def _modules_set_in(self, init: FunctionNode) -> dict[str, str]:
+        """`self.name = Encoder(...)` in ``init``: modules of classes of this file with a
+        `forward` of their own."""
+        modules = {}
+        for target, call in _attributes_constructed(init):
+            name = dotted_name(call.func) or ""
+            facts = self.classes.get(name)
+            if facts is not None and "forward" in facts.methods and self.is_module_class(name):
+                modules[target] = name
+        return modules
 
     def _analyze(
         self,
@@ -376,7 +403,8 @@ class DeviceFlow(CallContexts):
         device, cpu = self._reachable(function)
         script = self._reachable(self._module)
         device = device or script[0] or unit.forward or bool(unit.tensor_parameters)
-        device = device or (unit.on_module_device and bool(unit.submodules or unit.tensors))
+        members = unit.members
+        device = device or (unit.on_module_device and bool(members.submodules or members.tensors))
         device = device or bool(unit.tensor_items)
         cpu = cpu or script[1] or self.facts.cpu_everywhere
         return device and (cpu or facts.numpy_call)
@@ -412,22 +440,16 @@ class DeviceFlow(CallContexts):
     def _layers_set_in(self, init: FunctionNode) -> frozenset[str]:
         """`self.name = nn.Linear(...)` in ``init``: torch layers that hold parameters."""
         layers = set()
-        for statement in init.body:
-            if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
-                continue
-            target, value = self_attribute(statement.targets[0]), statement.value
-            if target is None:
-                continue
-            if isinstance(value, ast.Call):
-                qualified = self.names.qualified_syntax_name(value.func) or ""
-                if (
-                    is_torch_nn_class(qualified)
-                    and qualified.rpartition(".")[2] not in _TENSOR_CLASSES
-                    and not is_parameterless_class(qualified)
-                    and not is_loss_class(qualified)
-                    and qualified not in WRAPPER_MODULES
-                ):
-                    layers.add(target)
+        for target, call in _attributes_constructed(init):
+            qualified = self.names.qualified_syntax_name(call.func) or ""
+            if (
+                is_torch_nn_class(qualified)
+                and qualified.rpartition(".")[2] not in _TENSOR_CLASSES
+                and not is_parameterless_class(qualified)
+                and not is_loss_class(qualified)
+                and qualified not in WRAPPER_MODULES
+            ):
+                layers.add(target)
         return frozenset(layers)
 
     def _tensor_parameters(self, function: FunctionNode, bases: Iterable[str]) -> frozenset[str]:
@@ -1116,6 +1138,22 @@ def _run_by_init(methods: Mapping[str, FunctionNode]) -> set[str]:
                 reached.add(node.attr)
                 pending.append(node.attr)
     return reached
+
+
+def _attributes_constructed(init: FunctionNode) -> Iterator[tuple[str, ast.Call]]:
+    """`self.name = Something(...)` at the top level of ``init``: the name, and the call."""
+    for statement in init.body:
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+            target = self_attribute(statement.targets[0])
+            if target is not None and isinstance(statement.value, ast.Call):
+                yield target, statement.value
+
+
+def _reassigned_in_methods(facts: ClassFacts) -> set[str]:
+    """What the methods of a class other than `__init__` assign (see `_assigned_names`)."""
+    return set().union(
+        *(_assigned_names(method) for name, method in facts.methods.items() if name != "__init__")
+    )
 
 
 def _assigned_names(function: FunctionNode) -> set[str]:

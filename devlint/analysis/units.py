@@ -14,6 +14,27 @@ Env = dict[str, Value]
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 
 
+@dataclass(frozen=True)
+class ModuleMembers:
+    """The attributes a module's `__init__` sets, that no other method sets again."""
+
+    # Torch layers that hold parameters, which run on the module's device (`self.embedding(
+    # positions)` in `forward`).
+    submodules: frozenset[str] = frozenset()
+    # Plain numbers (`self.eps`), and lists or tuples (`self.freqs = [0.5, 1.0]`).
+    numbers: frozenset[str] = frozenset()
+    lists: frozenset[str] = frozenset()
+    # Its buffers and parameters (`self.register_buffer("name", ...)`, `self.name =
+    # nn.Parameter(...)`), by name, with which of the two each is.
+    tensors: Mapping[str, str] = field(default_factory=dict)
+    # Modules of classes of this file, by attribute: their `forward` runs where the module is
+    # (`self.pos = PositionalEncoding(d)`, then `self.pos(steps)`).
+    modules: Mapping[str, str] = field(default_factory=dict)
+
+
+NO_MEMBERS = ModuleMembers()
+
+
 @dataclass
 class Unit:
     """One function (or the module script) being interpreted."""
@@ -29,16 +50,8 @@ class Unit:
     # Parameters the function unpacks into tensors of the caller's device, with which items
     # are (see `parameters.unpacked_tensor_items`).
     tensor_items: Mapping[str, tuple[bool, ...]] = field(default_factory=dict)
-    # In a module's methods: the attributes `__init__` sets to a torch layer with parameters,
-    # which run on the module's device (`self.embedding(positions)` in `forward`).
-    submodules: frozenset[str] = frozenset()
-    # In a module's methods: the attributes `__init__` sets to plain numbers (`self.eps`).
-    numbers: frozenset[str] = frozenset()
-    # ... and those it sets to lists or tuples (`self.freqs = [0.5, 1.0]`).
-    lists: frozenset[str] = frozenset()
-    # In a module's methods: its buffers and parameters (`self.register_buffer("name", ...)`,
-    # `self.name = nn.Parameter(...)` in `__init__`), by name, with which of the two each is.
-    tensors: Mapping[str, str] = field(default_factory=dict)
+    # In a module's methods: what `__init__` made of its attributes (see `ModuleMembers`).
+    members: ModuleMembers = field(default_factory=lambda: NO_MEMBERS)
     returns: list[Value] = field(default_factory=list)
     default_device_changed: int = 0  # inside `with torch.device(...)`
 

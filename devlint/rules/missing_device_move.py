@@ -320,9 +320,28 @@ class MissingDeviceMove(FlowRule):
         "    def __init__(self, scale: float):\n        super().__init__()\n"
         "        self.lin = nn.Linear(4, 4)\n        self.scale = scale\n"
         "    def forward(self, x):\n        return self.lin(x) * torch.tensor(self.scale)",
+        # a module of the file's own class may move what it is given
+        "import torch\nfrom torch import nn\nclass Pos(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.emb = nn.Embedding(64, 8)\n"
+        "    def forward(self, steps):\n        return self.emb(steps.to(self.emb.weight.device))\n"
+        "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.pos = Pos()\n    def forward(self, x):\n"
+        "        return x + self.pos(torch.arange(x.size(1)))",
     )
 
     INVALID = (
+        # ... and where its `forward` hands it to a layer, the call is where it goes wrong
+        Invalid(
+            "import torch\nfrom torch import nn\nclass Pos(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.emb = nn.Embedding(64, 8)\n"
+            "    def forward(self, steps):\n        return self.emb(steps)\n"
+            "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.pos = Pos()\n    def forward(self, x):\n"
+            "        return x + self.pos(torch.arange(x.size(1)))",
+            14,
+            29,
+            "`forward` passes it to `self.emb` at line 8",
+        ),
         # ... but of a list it has a dimension: `self.freqs` is one, `__init__` shows it
         Invalid(
             "import torch\nfrom torch import nn\nclass Scorer(nn.Module):\n"
