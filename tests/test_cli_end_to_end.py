@@ -116,6 +116,13 @@ EXPECTED: dict[str, list[tuple[int, int, str, str]]] = {
             "`hidden` holds tensors on the CPU (created on the CPU by `torch.zeros(...)` at "
             "line 23) but `model` was moved to `device` at line 39",
         ),
+        (
+            70,
+            46,
+            "DEV005",
+            "`positions` is on the CPU (created on the CPU by `torch.arange(...)` at line 69) "
+            "but `StepEmbedding.forward` passes it to `self.table` at line 59",
+        ),
     ],
     "device_tests.py": [
         (37, 14, "DEV001", "also runs in the `device='npu'` case of `test_group_points`"),
@@ -147,7 +154,7 @@ ALL_FINDINGS = sorted(
     ]
 )
 FIXTURE_CODES = {code for *_, code in ALL_FINDINGS}
-SUMMARY = "Found 28 problems in 12 files (16 files checked)."
+SUMMARY = "Found 29 problems in 12 files (16 files checked)."
 
 
 @pytest.fixture
@@ -238,7 +245,7 @@ def test_statistics_prints_only_the_counts_with_ruffs_fixable_marker(work: Path)
         f"{count:>{width}}\t{code}\t{'[*]' if code in safe else '[ ]'} {RULES_BY_CODE[code].name}"
         for code, count in rows
     ]
-    assert result.stdout.splitlines()[0] == "7\tDEV005\t[ ] missing-device-move"
+    assert result.stdout.splitlines()[0] == "8\tDEV005\t[ ] missing-device-move"
     # With --unsafe-fixes the unsafe fixes count as fixable too.
     unsafe = run_cli("--statistics", "--unsafe-fixes", "fixtures", cwd=work).stdout
     assert "2\tDEV008\t[*] load-without-map-location" in unsafe.splitlines()

@@ -223,7 +223,8 @@ class CallContexts(CallEvaluator):
                 if value is not UNKNOWN:
                     passed[name] = value
         env.update(passed)
-        frame = Frame(passed, function.name, straight_from=self.paths if first_iteration else None)
+        straight_from = self.paths if first_iteration else None
+        frame = Frame(passed, self._shown_name(function), straight_from=straight_from)
         self.frames.append(frame)
         try:
             self.exec_block(function.body, env, unit)
@@ -233,6 +234,15 @@ class CallContexts(CallEvaluator):
             self._in_progress.discard(function)
         result = _unplaced_by_parameters(returned(unit), function, exempt=passed.keys())
         return result, tuple(frame.findings)
+
+    def _shown_name(self, function: FunctionNode) -> str:
+        """How findings name ``function``: a module's `forward` with its class
+        (`StepEmbedding.forward`), which the call site writes as `self.steps(...)`."""
+        if function.name == "forward":
+            for name, facts in self.classes.items():
+                if facts.methods.get("forward") is function:
+                    return f"{name}.forward"
+        return function.name
 
     def _pass_on(
         self,

@@ -340,7 +340,7 @@ class MissingDeviceMove(FlowRule):
             "        return x + self.pos(torch.arange(x.size(1)))",
             14,
             29,
-            "`forward` passes it to `self.emb` at line 8",
+            "`Pos.forward` passes it to `self.emb` at line 8",
         ),
         # ... but of a list it has a dimension: `self.freqs` is one, `__init__` shows it
         Invalid(
