@@ -9,13 +9,13 @@ is no guard.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from typing import Optional, Union
 
 import libcst as cst
 
 from devlint.analysis.conditions import (
-    FLAG_PATTERN,
     ConditionClassifier,
     Cover,
     false_cover,
@@ -27,6 +27,8 @@ from devlint.analysis.devices import argument, string_value
 from devlint.analysis.names import dotted_name
 
 _SETUP_METHODS = frozenset({"setUp", "setUpClass", "setup_method", "setup_class"})
+# A helper named for the GPU (`train_gpu`, `_cuda_kernel`, `init_nccl`) is GPU-only code.
+GPU_NAME = re.compile(r"cuda|gpu|nccl", re.IGNORECASE)
 # Markers that skip a test when their condition is true (`skipIf`) or false (`skipUnless`).
 _SKIP_WHEN_TRUE = frozenset({"skipIf", "skipif"})
 _SKIP_WHEN_FALSE = frozenset({"skipUnless"})
@@ -97,9 +99,9 @@ class MarkerReader:
         helper. A test's name is no guard: ``test_forward_cuda`` with no skip marker is
         exactly what fails on a CPU-only CI runner."""
         name = node.name.value
-        # `get_device()` is where a device gets chosen, not GPU-only code: only the name test
-        # skips it.
-        named_for_gpu = bool(FLAG_PATTERN.search(name)) and "device" not in name.lower()
+        # `get_gpu_device()` is where a device gets chosen, not GPU-only code; `to_cpu()` or
+        # `load_accelerator_state()` works on any device.
+        named_for_gpu = bool(GPU_NAME.search(name)) and "device" not in name.lower()
         if named_for_gpu and not name.startswith(("__", "test", "Test")):
             return Cover.SEVERAL
         covers = [self.marker_cover(decorator.decorator) for decorator in node.decorators]

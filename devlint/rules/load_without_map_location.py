@@ -249,6 +249,14 @@ class LoadWithoutMapLocation(Rule):
         "    def load(self, path):\n        self.actor.load_state_dict(torch.load(path))",
     )
     INVALID = (
+        # a function named for an accelerator is no GPU-only code: Accelerate's own loader
+        Invalid(
+            "import os, torch\ndef load_accelerator_state(input_dir, models):\n"
+            "    for i, model in enumerate(models):\n"
+            "        model.load_state_dict(torch.load(os.path.join(input_dir, f'm_{i}.bin')))",
+            4,
+            31,
+        ),
         # a save in the other branch, or in a function defined there, is no round trip
         Invalid(
             "import torch\ndef main(args):\n    model = Net().to(args.device)\n"

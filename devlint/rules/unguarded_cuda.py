@@ -333,6 +333,8 @@ class UnguardedCuda(Rule):
         # A test's name is no guard: this is what fails on a CPU-only CI runner.
         Invalid("import torch\ndef test_forward_cuda():\n    torch.zeros(2).cuda()", 3, 5),
         Invalid("import torch\ndef test_gpu_step(model):\n    model.cuda()", 3, 5),
+        # ... nor is one naming the CPU or an accelerator: only a GPU's name says GPU-only code
+        Invalid("import torch\ndef prepare_accelerator(model):\n    return model.cuda()", 3, 12),
         Invalid(
             "import pytest, torch\nCASES = [pytest.param(torch.device('cuda'), id='gpu')]", 2, 23
         ),
