@@ -216,7 +216,11 @@ class GuardTracker:
         )
 
     def _exit_cover(self, node: cst.If) -> Optional[Cover]:
-        """What the rest of the block can count on after ``if <no GPU>: return``."""
+        """What the rest of the block can count on after ``if <no GPU>: return``. Not after an
+        option's validation (`if map_location not in [None, "cpu"]: raise TypeError(...)`):
+        what passes it may be any of the values listed."""
+        if _rejects_unlisted(node):
+            return None
         polarity = self._polarities.get(id(node))
         if suite_exits(node.body):
             return false_cover(polarity)
@@ -231,3 +235,16 @@ class GuardTracker:
             if cover is Cover.SEVERAL:
                 self._block_guards[-1][1] += 1
                 self._several_depth += 1
+
+
+def _rejects_unlisted(node: cst.If) -> bool:
+    """`if value not in (...): raise ...`, the values written out."""
+    test = node.test
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return False
+    target = test.comparisons[0]
+    listed = isinstance(target.comparator, (cst.List, cst.Tuple, cst.Set))
+    body = node.body.body
+    last = body[-1] if body else None
+    raises = isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], cst.Raise)
+    return isinstance(target.operator, cst.NotIn) and listed and raises

@@ -249,6 +249,15 @@ class LoadWithoutMapLocation(Rule):
         "    def load(self, path):\n        self.actor.load_state_dict(torch.load(path))",
     )
     INVALID = (
+        # ... and an option's validation no guard (`map_location` may be left at None)
+        Invalid(
+            "import torch\ndef load(optimizer, path, map_location=None):\n"
+            "    if map_location not in [None, 'cpu', 'on_device']:\n"
+            "        raise TypeError(map_location)\n"
+            "    optimizer.load_state_dict(torch.load(path))",
+            5,
+            31,
+        ),
         # a function named for an accelerator is no GPU-only code: Accelerate's own loader
         Invalid(
             "import os, torch\ndef load_accelerator_state(input_dir, models):\n"

@@ -333,6 +333,13 @@ class UnguardedCuda(Rule):
         # A test's name is no guard: this is what fails on a CPU-only CI runner.
         Invalid("import torch\ndef test_forward_cuda():\n    torch.zeros(2).cuda()", 3, 5),
         Invalid("import torch\ndef test_gpu_step(model):\n    model.cuda()", 3, 5),
+        # an option's validation is no device guard: what passes it may be "cpu"
+        Invalid(
+            "import torch\ndef run(x, device):\n    if device not in ('cpu', 'cuda'):\n"
+            "        raise ValueError(device)\n    return x.cuda()",
+            5,
+            12,
+        ),
         # ... nor is one naming the CPU or an accelerator: only a GPU's name says GPU-only code
         Invalid("import torch\ndef prepare_accelerator(model):\n    return model.cuda()", 3, 12),
         Invalid(
