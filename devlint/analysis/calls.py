@@ -845,6 +845,8 @@ class CallEvaluator:
             result = self.method_call(node, sibling, receiver, arguments, unit)
             if result is not UNKNOWN:
                 return result
+        elif method == "forward" and receiver.kind in (Kind.MODULE, Kind.UNKNOWN):
+            return self._call_value(node, receiver, arguments)  # `model.forward(x)`: a call
         if method in OPERAND_METHODS:
             self._operation(node, [receiver, *_operands(arguments)])
         tensor_like = receiver.kind is Kind.TENSOR or (

@@ -153,7 +153,7 @@ def _join(first: Value, second: Value) -> Value:
                 Kind.MODULE, maybe, returns_tensor=both_return_tensors, class_name=same_class
             )
         if maybe is not None:
-            return Value(Kind.TENSOR, maybe)
+            return Value(first.kind, maybe)
         return Value(kind, scalar=first.scalar and second.scalar)
     if (first.placement.flag, first.placement.moved_when) != (
         second.placement.flag,
@@ -179,13 +179,19 @@ def _join(first: Value, second: Value) -> Value:
 def _maybe_on_device(first: Value, second: Value) -> Optional[Placement]:
     """Two tensors (or two modules) meeting, one on a device (or maybe), the other on the CPU
     (or maybe): the device side's placement, as `MAYBE_DEVICE`."""
-    if first.kind is not second.kind or first.kind not in (Kind.TENSOR, Kind.MODULE):
+    if first.kind is not second.kind or first.kind not in (Kind.TENSOR, Kind.MODULE, Kind.UNKNOWN):
         return None
     if first.kind is Kind.MODULE and not (first.has_parameters and second.has_parameters):
         return None
     if first.scalar or second.scalar:
         return None
     sides = {first.where, second.where}
+    if Where.UNKNOWN in sides and sides & {Where.DEVICE, Where.MAYBE_DEVICE}:
+        # `if cuda_device >= 0: self.model = self.model.cuda()`, the model a parameter: on a
+        # device on that path, wherever it was on the other
+        sides = sides - {Where.UNKNOWN} | {Where.CPU}
+    elif first.kind is Kind.UNKNOWN:
+        return None
     if not sides <= _MAYBE_SIDES or sides in ({Where.CPU}, {Where.DEVICE}):
         return None  # (two devices: still a device, but which one is unknown)
     if any(side.where is Where.CPU and _moved_back(side) for side in (first, second)):

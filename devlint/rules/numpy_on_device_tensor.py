@@ -24,7 +24,9 @@ class NumpyOnDeviceTensor(FlowRule):
     annotated as a list of tensors (`List[torch.Tensor]`): library code runs
     wherever its caller keeps the data. A numpy function that only looks at its
     argument is not flagged: `np.isscalar(t)`, `np.iterable(t)`, and
-    `np.shape(t)` and `np.ndim(t)`, which return `t.shape` and `t.ndim`. A
+    `np.shape(t)` and `np.ndim(t)`, which return `t.shape` and `t.ndim`; nor
+    are `np.squeeze(t)`, `np.nonzero(t)` and `np.swapaxes(t, ...)`, which call
+    the tensor's own method and return a tensor where it was. A
     module's output handed to a numpy function is not flagged: a pipeline may return numpy images already;
     `.numpy()` itself proves a tensor, and so does a torch layer that returns
     one tensor (`nn.Linear`, `nn.Conv2d`; not `nn.LSTM`'s tuple or a container's
@@ -83,6 +85,8 @@ class NumpyOnDeviceTensor(FlowRule):
         # numpy functions that only look at their argument: a type test, `t.shape`, `t.ndim`
         "import numpy as np, torch\nt = torch.ones(3).cuda()\n"
         "if np.isscalar(t) or np.ndim(t) == 0:\n    pass\nsize = np.shape(t)",
+        # ... or hand it to its own method: `t.squeeze()`, still on the GPU
+        "import numpy as np, torch\nt = torch.ones(3, 1).cuda()\nn = np.squeeze(t).cpu().numpy()",
         # the `else` of the flag the move was made under: nothing moved there
         "import torch\nfrom torch import nn\nclass Trainer:\n    def __init__(self, args):\n"
         "        self.gpu_mode = args.gpu_mode\n        self.G = nn.Linear(3, 3)\n"
@@ -191,6 +195,16 @@ class NumpyOnDeviceTensor(FlowRule):
         "m = np.mean(rnn(x))",
     )
     INVALID = (
+        # a model the caller passed, moved under a condition: on a device on that path
+        Invalid(
+            "import torch\nclass Trainer:\n    def __init__(self, model, cuda_device=-1):\n"
+            "        self.model = model\n        if cuda_device >= 0:\n"
+            "            self.model = self.model.cuda(cuda_device)\n"
+            "    def predict(self, batch):\n        return self.model(batch).detach().numpy()",
+            8,
+            16,
+            "on some paths",
+        ),
         # the flag is bound again in between: its two tests may read two truths
         Invalid(
             "import torch\nuse_gpu = torch.cuda.is_available()\nx = torch.ones(3)\n"
@@ -510,8 +524,21 @@ def _evidence(citations: Citations, value: Value) -> str:
 
 
 # numpy functions that look at their argument without converting it: a type test, or an
-# attribute read first (`np.shape(t)` returns `t.shape`, `np.ndim(t)` returns `t.ndim`).
-_INSPECTING = frozenset({"numpy.isscalar", "numpy.iterable", "numpy.ndim", "numpy.shape"})
+# attribute read first (`np.shape(t)` returns `t.shape`, `np.ndim(t)` returns `t.ndim`), or
+# the tensor's own method called (`np.squeeze(t)` returns `t.squeeze()`, on its device; the
+# others numpy calls so fall back to an array when the method refuses numpy's arguments).
+_INSPECTING = frozenset(
+    {
+        "numpy.isscalar",
+        "numpy.iterable",
+        "numpy.ndim",
+        "numpy.shape",
+        "numpy.size",
+        "numpy.squeeze",
+        "numpy.nonzero",
+        "numpy.swapaxes",
+    }
+)
 
 
 def _converted_arguments(node: ast.Call) -> list[ast.expr]:
