@@ -112,6 +112,9 @@ class ConditionClassifier:
         definite = self.definite(test)
         if definite is not None:
             return definite
+        named = _cpu_flag(test)
+        if named is not None:
+            return named
         return Polarity.CHOICE if self.mentions_device(test) else None
 
     def definite(self, test: cst.BaseExpression) -> Optional[Polarity]:
@@ -185,6 +188,23 @@ class ConditionClassifier:
             dotted = dotted_name(target)
             if dotted is not None:
                 self.guard_variables[dotted] = polarity
+
+
+def _cpu_flag(test: cst.BaseExpression) -> Optional[Polarity]:
+    """A flag named for the CPU alone (`args.cpu`, `weight_on_cpu`): true on the CPU's path,
+    which a machine without CUDA takes (`w.cuda() if weight_on_cpu else w` fails there); its
+    other branch is the device's."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = _cpu_flag(test.expression)
+        return None if inner is None else _FLIPPED[inner]
+    name = dotted_name(test) if isinstance(test, (cst.Name, cst.Attribute)) else None
+    last = name.rpartition(".")[2] if name else ""
+    if "cpu" in last.lower() and not _OTHER_DEVICE_WORDS.search(last):
+        return Polarity.UNAVAILABLE
+    return None
+
+
+_OTHER_DEVICE_WORDS = re.compile(r"cuda|gpu|device|accel|nccl", re.IGNORECASE)
 
 
 def _count_polarity(operator: cst.BaseCompOp, count: int) -> Polarity:

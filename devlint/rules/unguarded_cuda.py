@@ -196,6 +196,10 @@ class UnguardedCuda(Rule):
         "pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason='gpu')\n"
         "def test_move():\n    torch.ones(1).cuda()",
         "def to_gpu(x):\n    return x.cuda()",
+        # ... while its other branch is the device's
+        "import torch\ndef place(model, args):\n    if args.cpu:\n        return model\n"
+        "    return model.cuda()",
+        "import torch\ndef place(model, args):\n    if not args.use_cpu:\n        model.cuda()",
         "import unittest, torch\n"
         "class DistributedTest(unittest.TestCase):\n"
         "    def setUp(self):\n"
@@ -333,6 +337,13 @@ class UnguardedCuda(Rule):
         # A test's name is no guard: this is what fails on a CPU-only CI runner.
         Invalid("import torch\ndef test_forward_cuda():\n    torch.zeros(2).cuda()", 3, 5),
         Invalid("import torch\ndef test_gpu_step(model):\n    model.cuda()", 3, 5),
+        # a flag named for the CPU is true on the CPU's path, which a machine without CUDA takes
+        Invalid(
+            "import torch\ndef dequantize(module):\n    weight_on_cpu = not module.weight.is_cuda\n"
+            "    return module.weight.cuda() if weight_on_cpu else module.weight",
+            4,
+            12,
+        ),
         # an option's validation is no device guard: what passes it may be "cpu"
         Invalid(
             "import torch\ndef run(x, device):\n    if device not in ('cpu', 'cuda'):\n"
