@@ -129,11 +129,38 @@ def test_relative_imports_src_layout_and_re_exports(tmp_path: Path) -> None:
     ]
 
 
+def test_a_module_of_a_project_base_class_and_its_members_parameters(tmp_path: Path) -> None:
+    root = tmp_path / "lib"
+    _write(root / "pyproject.toml", "")
+    _write(root / "pkg" / "__init__.py", "")
+    _write(
+        root / "pkg" / "base.py",
+        "from torch import nn\nclass Model(nn.Module):\n    pass\n",
+    )
+    _write(
+        root / "pkg" / "crf.py",
+        "import torch\nfrom torch import nn\nclass CRF(nn.Module):\n    def __init__(self, n):\n"
+        "        super().__init__()\n        self.transitions = nn.Parameter(torch.randn(n, n))\n",
+    )
+    _write(
+        root / "pkg" / "tagger.py",
+        "import torch\nfrom .base import Model\nfrom .crf import CRF\nclass Tagger(Model):\n"
+        "    def __init__(self, n):\n        super().__init__()\n        self.crf = CRF(n)\n"
+        "        self.to('cuda' if torch.cuda.is_available() else 'cpu')\n"
+        "    def scores(self):\n        return self.crf.transitions.detach().numpy()\n"
+        "    def forward(self, x):\n        return x + torch.ones(3)\n",
+    )
+    resolver = ConfigResolver(RuleSelection(("DEV005", "DEV007")))
+    found = _found(lint_paths([root], resolver, False))
+    assert found == [("tagger.py", "DEV007", 10, 16), ("tagger.py", "DEV005", 12, 20)]
+
+
 def test_summaries_say_what_other_files_need() -> None:
     summary = summarise(parse_quietly(MODEL + UTILS))
     assert summary["classes"]["Net"]["module"] is True
     assert summary["classes"]["Net"]["cpu_attributes"] == ["scale"]
     assert summary["classes"]["Net"]["defines_to"] is False
+    assert summary["classes"]["Net"]["tensors"] == []
     assert summary["functions"]["make_features"]["returns"] == "cpu_tensor"
     assert summary["functions"]["score"]["feeds"] == [["features", "net"]]
     assert summary["functions"]["safe_score"]["feeds"] == []  # moved before the call

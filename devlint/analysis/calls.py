@@ -344,16 +344,24 @@ class CallEvaluator:
         """Inside the module's code: `self.linear`, a torch layer `__init__` made (which `.to()`
         moves with the module), and its `weight` or `bias`, on the module's device."""
         owner = node.value
-        if type(owner) is ast.Name and owner.id == "self" and node.attr in unit.members.submodules:
-            evidence = f"`self.{node.attr}`, a layer of the module"
-            return Value(Kind.MODULE, Placement(Where.INPUT, evidence=evidence))
-        if (
-            node.attr in _LAYER_TENSORS
-            and type(owner) is ast.Attribute
+        members = unit.members
+        if type(owner) is ast.Name and owner.id == "self":
+            if node.attr in members.submodules:
+                evidence = f"`self.{node.attr}`, a layer of the module"
+                return Value(Kind.MODULE, Placement(Where.INPUT, evidence=evidence))
+            if node.attr in members.member_tensors:  # (its `forward` decides what it takes)
+                evidence = f"`self.{node.attr}`, a module of the module"
+                return Value(
+                    Kind.MODULE, Placement(Where.INPUT, evidence=evidence), returns_tensor=False
+                )
+        if not (
+            type(owner) is ast.Attribute
             and type(owner.value) is ast.Name
             and owner.value.id == "self"
-            and owner.attr in unit.members.submodules
         ):
+            return None
+        layer = node.attr in _LAYER_TENSORS and owner.attr in members.submodules
+        if layer or node.attr in members.member_tensors.get(owner.attr, ()):
             evidence = f"`self.{owner.attr}.{node.attr}`, a parameter of the module"
             return Value(Kind.TENSOR, Placement(Where.INPUT, evidence=evidence))
         return None

@@ -173,6 +173,7 @@ class DeviceFlow(CallContexts):
         # What each plain class's `__init__` leaves in `self` attributes no other method changes.
         self._class_attributes: dict[str, Env] = {}
         self._members: dict[str, ModuleMembers] = {}  # see `module_members`
+        self._module_classes: dict[str, bool] = {}  # see `is_module_class`
         self._module = module
         self._device_source: Optional[bool] = None
         self._device_moves: Optional[bool] = None
@@ -212,8 +213,28 @@ class DeviceFlow(CallContexts):
                 self.functions.setdefault(statement.name, statement)
 
     def is_module_class(self, name: str) -> bool:
-        """A class of this file deriving (here or through torch) from nn.Module."""
-        return derives_from_module(name, self._bases)
+        """A class of this file deriving (here, through torch, or through a class of an
+        imported project file: `class SequenceTagger(flair.nn.Model)`) from nn.Module."""
+        known = self._module_classes.get(name)
+        if known is None:
+            known = derives_from_module(name, self._bases) or self._derives_from_project(name)
+            self._module_classes[name] = known
+        return known
+
+    def _derives_from_project(self, name: str, seen: frozenset[str] = frozenset()) -> bool:
+        facts = self.classes.get(name)
+        if facts is None or self.project is None or name in seen:
+            return False
+        for base in facts.node.bases:
+            written = dotted_name(base) or ""
+            if written in self.classes:
+                if self._derives_from_project(written, seen | {name}):
+                    return True
+                continue
+            found = self.project.lookup(written)
+            if found is not None and found.kind == "class" and self.project.is_module_class(found):
+                return True
+        return False
 
     def class_returns_tensor(self, name: str) -> bool:
         known = self._returns_tensor.get(name)
@@ -340,6 +361,7 @@ class DeviceFlow(CallContexts):
         if init is None:
             known = self._members[name] = NO_MEMBERS
             return known
+        self._members[name] = NO_MEMBERS  # (while computing: a class holding itself)
         reassigned = _reassigned_in_methods(facts)
 
         def kept(names: Iterable[str]) -> frozenset[str]:
@@ -353,7 +375,9 @@ class DeviceFlow(CallContexts):
             # (a buffer assigned a new tensor later holds that tensor, wherever it lives)
             tensors={
                 attribute: kind
-                for attribute, kind in module_tensors_set_in(init, self.names).items()
+                for attribute, kind in module_tensors_set_in(
+                    init, self.names.qualified_syntax_name
+                ).items()
                 if f"self.{attribute}" not in reassigned
             },
             modules={
@@ -361,8 +385,30 @@ class DeviceFlow(CallContexts):
                 for attribute, module in self._modules_set_in(init).items()
                 if f"self.{attribute}" not in reassigned and attribute not in facts.methods
             },
+            member_tensors={
+                attribute: tensors
+                for attribute, tensors in self._member_tensors_set_in(init).items()
+                if f"self.{attribute}" not in reassigned
+            },
         )
         return known
+
+    def _member_tensors_set_in(self, init: FunctionNode) -> dict[str, frozenset[str]]:
+        """`self.crf = CRF(...)` in ``init``, a module class of this file or of an imported
+        project file: the parameters and buffers its own `__init__` registers."""
+        found = {}
+        for target, call in _attributes_constructed_anywhere(init):
+            name = dotted_name(call.func) or ""
+            if name in self.classes:
+                if self.is_module_class(name):
+                    found[target] = frozenset(self.module_members(name).tensors)
+                continue
+            imported = self.project.lookup(name) if self.project is not None else None
+            if imported is not None and imported.kind == "class" and imported.facts.get("tensors"):
+                assert self.project is not None
+                if self.project.is_module_class(imported):
+                    found[target] = frozenset(imported.facts["tensors"])
+        return {attribute: tensors for attribute, tensors in found.items() if tensors}
 
     def _modules_set_in(self, init: FunctionNode) -> dict[str, str]:
         """`self.name = Encoder(...)` in ``init``: modules of classes of this file with a
@@ -404,7 +450,8 @@ class DeviceFlow(CallContexts):
         script = self._reachable(self._module)
         device = device or script[0] or unit.forward or bool(unit.tensor_parameters)
         members = unit.members
-        device = device or (unit.on_module_device and bool(members.submodules or members.tensors))
+        placed = members.submodules or members.tensors or members.member_tensors or members.modules
+        device = device or (unit.on_module_device and bool(placed))
         device = device or bool(unit.tensor_items)
         cpu = cpu or script[1] or self.facts.cpu_everywhere
         return device and (cpu or facts.numpy_call)
@@ -1147,6 +1194,29 @@ def _attributes_constructed(init: FunctionNode) -> Iterator[tuple[str, ast.Call]
             target = self_attribute(statement.targets[0])
             if target is not None and isinstance(statement.value, ast.Call):
                 yield target, statement.value
+
+
+def _attributes_constructed_anywhere(init: FunctionNode) -> Iterator[tuple[str, ast.Call]]:
+    """`self.name = Something(...)` anywhere in ``init`` (`if self.use_crf: self.crf
+    = CRF(...)` too), where every assignment of `self.name` there calls the same thing."""
+    calls: dict[str, list[Optional[ast.Call]]] = {}
+    for node in nodes_below(init):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        for target in targets:
+            name = self_attribute(target)
+            if name is not None:
+                value = getattr(node, "value", None) if len(targets) == 1 else None
+                calls.setdefault(name, []).append(value if isinstance(value, ast.Call) else None)
+    for name, made in calls.items():
+        first = made[0]
+        if first is not None and all(
+            call is not None and dotted_name(call.func) == dotted_name(first.func) for call in made
+        ):
+            yield name, first
 
 
 def _reassigned_in_methods(facts: ClassFacts) -> set[str]:

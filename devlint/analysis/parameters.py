@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ast
 from collections import Counter
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from pathlib import PurePath
 from typing import Optional, Union
 
@@ -314,10 +314,13 @@ def _annotated_otherwise(parameter: ast.arg) -> bool:
     return "Tensor" not in ast.unparse(parameter.annotation)
 
 
-def module_tensors_set_in(init: FunctionNode, names: ImportMap) -> dict[str, str]:
+def module_tensors_set_in(
+    init: FunctionNode, qualified: Callable[[ast.expr], Optional[str]]
+) -> dict[str, str]:
     """The buffers and parameters a module's ``init`` registers, by name: what its `to()`
     moves, so what lives on the module's device (`self.register_buffer("freqs", f)`,
-    `self.scale = nn.Parameter(...)`). A buffer registered as None is none."""
+    `self.scale = nn.Parameter(...)`). A buffer registered as None is none. ``qualified``:
+    the file's qualified name of a called expression (`nn.Parameter` -> `torch.nn.Parameter`)."""
     found: dict[str, str] = {}
     for node in ast.walk(init):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
@@ -335,7 +338,7 @@ def module_tensors_set_in(init: FunctionNode, names: ImportMap) -> dict[str, str
                 isinstance(target, ast.Attribute)
                 and _on_self(target.value)
                 and isinstance(value, ast.Call)
-                and names.qualified_syntax_name(value.func) in _PARAMETER_CLASSES
+                and qualified(value.func) in _PARAMETER_CLASSES
             ):
                 found[target.attr] = "parameter"
     return found

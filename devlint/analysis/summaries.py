@@ -7,7 +7,8 @@ summary did not change does not invalidate the files that import it.
 - a class: its bases (qualified where an import names them), whether it is an ``nn.Module``
   (through torch or a class of the same file; bases in other project files are followed by
   :mod:`devlint.analysis.project`), whether it defines ``to()``, and the attributes its
-  ``__init__`` sets to a tensor made on the CPU (``self.mask = torch.ones(...)``);
+  ``__init__`` sets to a tensor made on the CPU (``self.mask = torch.ones(...)``), and the
+  parameters and buffers it registers (which live where the module does);
 - a function: its parameters, what it returns when that is certain (a tensor made on the CPU,
   a module made on the CPU), which parameters it passes to a call of another parameter
   (``def score(net, x): return net(x)``: ``x`` runs where ``net`` lives), and which pairs of
@@ -27,7 +28,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Optional
 
 from devlint.analysis.contexts import none_defaulted
-from devlint.analysis.parameters import FunctionNode
+from devlint.analysis.parameters import FunctionNode, module_tensors_set_in
 from devlint.analysis.syntax import CHILD_FIELDS, child_fields, dotted_name, keyword_value
 from devlint.analysis.torch_api import (
     COMBINING_FUNCTIONS,
@@ -54,7 +55,7 @@ _ELEMENTWISE_COMPARISONS = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
 _SUSPENDING = (ast.Yield, ast.YieldFrom, ast.Await)
 # Reads of a tensor's device: code that reads one may align its operands itself.
 _DEVICE_AWARE = frozenset({"device", "is_cuda", "get_device", "type_as", "type"})
-FORMAT = 7
+FORMAT = 8
 # The keywords a torch function takes its tensors by (`F.conv1d(input=x, weight=w)`).
 _TENSOR_KEYWORDS = frozenset({"input", "other", "weight", "bias", "grid"})
 
@@ -164,11 +165,13 @@ class _Summariser:
         init = methods.get("__init__")
         attributes = sorted(self._cpu_attributes(init, methods)) if init is not None else []
         module = self.is_module(node.name)
+        tensors = module_tensors_set_in(init, self.qualified) if init is not None else {}
         return {
             "bases": [self.qualified(base) for base in node.bases],
             "module": module,
             "defines_to": "to" in methods or "_apply" in methods,
             "cpu_attributes": attributes,
+            "tensors": sorted(tensors),
         }
 
     def _cpu_attributes(self, init: FunctionNode, methods: dict[str, FunctionNode]) -> set[str]:

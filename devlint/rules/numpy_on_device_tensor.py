@@ -195,6 +195,19 @@ class NumpyOnDeviceTensor(FlowRule):
         "m = np.mean(rnn(x))",
     )
     INVALID = (
+        # a parameter of a module the module holds (`self.crf.transitions`), read in a method
+        # of a module the file moves: on the module's device
+        Invalid(
+            "import torch\nfrom torch import nn\nclass CRF(nn.Module):\n    def __init__(self, n):\n"
+            "        super().__init__()\n        self.transitions = nn.Parameter(torch.randn(n, n))\n"
+            "class Tagger(nn.Module):\n    def __init__(self, n, use_crf):\n"
+            "        super().__init__()\n        if use_crf:\n            self.crf = CRF(n)\n"
+            "        self.to('cuda' if torch.cuda.is_available() else 'cpu')\n"
+            "    def scores(self):\n        return self.crf.transitions.detach().numpy()",
+            14,
+            16,
+            "`self.crf.transitions`, a parameter of the module",
+        ),
         # a model the caller passed, moved under a condition: on a device on that path
         Invalid(
             "import torch\nclass Trainer:\n    def __init__(self, model, cuda_device=-1):\n"
