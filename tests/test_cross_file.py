@@ -160,7 +160,7 @@ def test_summaries_say_what_other_files_need() -> None:
     assert summary["classes"]["Net"]["module"] is True
     assert summary["classes"]["Net"]["cpu_attributes"] == ["scale"]
     assert summary["classes"]["Net"]["defines_to"] is False
-    assert summary["classes"]["Net"]["tensors"] == []
+    assert summary["classes"]["Net"]["tensors"] == {}
     assert summary["functions"]["make_features"]["returns"] == "cpu_tensor"
     assert summary["functions"]["score"]["feeds"] == [["features", "net"]]
     assert summary["functions"]["safe_score"]["feeds"] == []  # moved before the call

@@ -361,10 +361,11 @@ class CallEvaluator:
         ):
             return None
         layer = node.attr in _LAYER_TENSORS and owner.attr in members.submodules
-        if layer or node.attr in members.member_tensors.get(owner.attr, ()):
-            evidence = f"`self.{owner.attr}.{node.attr}`, a parameter of the module"
-            return Value(Kind.TENSOR, Placement(Where.INPUT, evidence=evidence))
-        return None
+        kind = "parameter" if layer else members.member_tensors.get(owner.attr, {}).get(node.attr)
+        if kind is None:
+            return None
+        evidence = f"`self.{owner.attr}.{node.attr}`, a {kind} of the module"
+        return Value(Kind.TENSOR, Placement(Where.INPUT, evidence=evidence))
 
     def _constant(self, node: ast.Constant, env: Env, unit: Unit) -> Value:
         value = node.value
@@ -591,6 +592,9 @@ class CallEvaluator:
         elif qualified is not None:
             arguments = self._arguments(node, env, unit)
             value = self._torch_call(node, qualified, arguments, env, unit)
+        elif dotted == "self" and self._own_forward(unit) is not None:
+            arguments = self._arguments(node, env, unit)
+            value = self._forward_call(node, env.get("self", UNKNOWN), arguments, unit)
         elif dotted is not None and dotted in env and env[dotted].kind is not Kind.CALLABLE:
             callee = env[dotted]
             if callee is not UNKNOWN and self.recording:
@@ -912,11 +916,30 @@ class CallEvaluator:
                 self.values[func] = layer
             elif self.frames:
                 self.note_module_input(node, layer, arguments)
-            return Value(Kind.TENSOR, receiver.placement)
+            evidence = f"output of `self.{method}`, a layer of the module"
+            return Value(Kind.TENSOR, Placement(Where.INPUT, evidence=evidence))
         if inside_forward and any(value.where is Where.INPUT for value in arguments):
             # `self.encoder(x)` inside forward: a submodule runs where the module's inputs are.
             return Value(Kind.TENSOR, receiver.placement)
         return UNKNOWN
+
+    def _own_forward(self, unit: Unit) -> Optional[FunctionNode]:
+        """The `forward` of the module class whose method ``unit`` is."""
+        if unit.function is None or not unit.module_class:
+            return None
+        return self.sibling_methods.get(unit.function, {}).get("forward")
+
+    def _forward_call(
+        self, node: ast.Call, module: Value, arguments: list[Value], unit: Unit
+    ) -> Value:
+        """`self(x)` in a module's method: its `forward`, analysed with what the call passes
+        (which may move its input itself); what it returns, or else a tensor where the module is."""
+        forward = self._own_forward(unit)
+        assert forward is not None
+        result = self.method_call(node, forward, module, arguments, unit)
+        if result is not UNKNOWN or module.where is not Where.INPUT:
+            return result
+        return Value(Kind.TENSOR, module.placement, module_output=True)
 
     def _member_module_call(
         self,
@@ -936,7 +959,9 @@ class CallEvaluator:
         forward = self.methods_of(class_name)["forward"]
         members = self.module_members(class_name)
         result = self.method_call(node, forward, module, arguments, unit, members)
-        return Value(Kind.TENSOR, placement) if result is UNKNOWN else result
+        if result is UNKNOWN or result.where is Where.INPUT:  # (cited as this module's member)
+            return Value(Kind.TENSOR, placement) if result is UNKNOWN else result.placed(placement)
+        return result
 
     def module_members(self, name: str) -> ModuleMembers:
         raise NotImplementedError
@@ -986,7 +1011,7 @@ class CallEvaluator:
         placement = self._moved(node, method, env, unit)
         if placement is None or receiver.scatters:
             return receiver if receiver.kind is not Kind.UNKNOWN else UNKNOWN
-        receiver_name = dotted_name(func.value)
+        receiver_name = dotted_name(_module_itself(func.value, receiver))
         if receiver_name is not None and receiver.kind in (Kind.UNKNOWN, Kind.BATCH):
             # (a module's `.to()` leaves its plain tensor attributes behind: DEV009's concern)
             _move_attributes(env, receiver_name, placement)
@@ -1001,6 +1026,18 @@ class CallEvaluator:
         if receiver.kind in (Kind.TENSOR, Kind.BATCH):
             return Value(receiver.kind, placement, scalar=receiver.scalar)
         return Value(Kind.UNKNOWN, placement)
+
+
+def _module_itself(node: ast.expr, value: Value) -> ast.expr:
+    """`model` in `model.eval().float()`: a module's methods that return the module itself."""
+    while (
+        value.kind is Kind.MODULE
+        and isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in MODULE_SELF_METHODS
+    ):
+        node = node.func.value
+    return node
 
 
 def _move_attributes(env: Env, name: str, placement: Placement) -> None:

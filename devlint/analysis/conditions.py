@@ -199,12 +199,11 @@ def _cpu_flag(test: cst.BaseExpression) -> Optional[Polarity]:
         return None if inner is None else _FLIPPED[inner]
     name = dotted_name(test) if isinstance(test, (cst.Name, cst.Attribute)) else None
     last = name.rpartition(".")[2] if name else ""
-    if "cpu" in last.lower() and not _OTHER_DEVICE_WORDS.search(last):
-        return Polarity.UNAVAILABLE
-    return None
+    return Polarity.UNAVAILABLE if _ON_THE_CPU.fullmatch(last) else None
 
 
-_OTHER_DEVICE_WORDS = re.compile(r"cuda|gpu|device|accel|nccl", re.IGNORECASE)
+# Names saying the CPU is where things are or run (not `offload_to_cpu`, a request to move).
+_ON_THE_CPU = re.compile(r"(?:\w+_)?(?:on|use|is|force)_cpu|cpu(?:_only|_mode)?", re.IGNORECASE)
 
 
 def _count_polarity(operator: cst.BaseCompOp, count: int) -> Polarity:

@@ -86,13 +86,17 @@ def remember_flag(
         moved, stayed = body.get(key), orelse.get(key)
         if moved is None or stayed is None:
             continue
-        if _on_device(moved) and stayed.where is Where.CPU:
+        if _on_device(moved) and stayed.where in _UNMOVED:
             when = truth
-        elif _on_device(stayed) and moved.where is Where.CPU:
+        elif _on_device(stayed) and moved.where in _UNMOVED:
             when = not truth
         else:
             continue
         merged[key] = value.placed(replace(placement, flag=name, moved_when=when))
+
+
+# Where a value the flag did not move is: on the CPU, or where the caller put it (a parameter).
+_UNMOVED = frozenset({Where.CPU, Where.UNKNOWN})
 
 
 def _on_device(value: Value) -> bool:

@@ -70,7 +70,7 @@ from devlint.analysis.syntax import (
     self_attribute,
     statement_blocks,
 )
-from devlint.analysis.syntax_screen import SyntaxFacts, moves_to_device, syntax_facts
+from devlint.analysis.syntax_screen import SyntaxFacts, keeps_modules_on_a_device, syntax_facts
 from devlint.analysis.torch_api import (
     WRAPPER_MODULES,
     derives_from_module,
@@ -343,7 +343,7 @@ class DeviceFlow(CallContexts):
                     forward=forward,
                     on_module_device=module_class
                     and method_name not in construction
-                    and self._moves_to_device(),
+                    and self._keeps_modules_on_a_device(),
                     tensor_parameters=parameters,
                     tensor_items=self._tensor_items(method, (name, *facts.bases)),
                     members=members,
@@ -393,28 +393,28 @@ class DeviceFlow(CallContexts):
         )
         return known
 
-    def _member_tensors_set_in(self, init: FunctionNode) -> dict[str, frozenset[str]]:
+    def _member_tensors_set_in(self, init: FunctionNode) -> dict[str, dict[str, str]]:
         """`self.crf = CRF(...)` in ``init``, a module class of this file or of an imported
         project file: the parameters and buffers its own `__init__` registers."""
-        found = {}
+        found: dict[str, dict[str, str]] = {}
         for target, call in _attributes_constructed_anywhere(init):
             name = dotted_name(call.func) or ""
             if name in self.classes:
                 if self.is_module_class(name):
-                    found[target] = frozenset(self.module_members(name).tensors)
+                    found[target] = dict(self.module_members(name).tensors)
                 continue
             imported = self.project.lookup(name) if self.project is not None else None
             if imported is not None and imported.kind == "class" and imported.facts.get("tensors"):
                 assert self.project is not None
                 if self.project.is_module_class(imported):
-                    found[target] = frozenset(imported.facts["tensors"])
+                    found[target] = dict(imported.facts["tensors"])
         return {attribute: tensors for attribute, tensors in found.items() if tensors}
 
     def _modules_set_in(self, init: FunctionNode) -> dict[str, str]:
         """`self.name = Encoder(...)` in ``init``: modules of classes of this file with a
         `forward` of their own."""
         modules = {}
-        for target, call in _attributes_constructed(init):
+        for target, call in _attributes_constructed_anywhere(init):
             name = dotted_name(call.func) or ""
             facts = self.classes.get(name)
             if facts is not None and "forward" in facts.methods and self.is_module_class(name):
@@ -587,12 +587,13 @@ class DeviceFlow(CallContexts):
             self._device_source = facts.device_source
         return self._device_source
 
-    def _moves_to_device(self) -> bool:
-        """Whether the file moves anything to a device itself: a module's methods other than
-        `forward` run on its device only in code that uses one (a script training on the CPU
-        by design calls `self.fc1(torch.tensor(batch))` in its `train_net`)."""
+    def _keeps_modules_on_a_device(self) -> bool:
+        """Whether a module's methods other than `forward` run on its device: in a file that
+        moves something to a device itself and never moves a module back (see
+        `keeps_modules_on_a_device`); a script training on the CPU by design calls
+        `self.fc1(torch.tensor(batch))` in its `train_net`."""
         if self._device_moves is None:
-            self._device_moves = moves_to_device(self._module)
+            self._device_moves = keeps_modules_on_a_device(self._module)
         return self._device_moves
 
     def _numbers_of(self, function: FunctionNode) -> frozenset[str]:
@@ -1161,9 +1162,10 @@ def _functions_in(
 
 
 def _run_by_init(methods: Mapping[str, FunctionNode]) -> set[str]:
-    """The methods `__init__` calls as `self.name(...)`, and those they call in turn: they run
-    while the module is still on the CPU (`self._conv_output_size(shape)` feeding a dummy
-    input to its layers). Static and class methods too, whose first parameter is no module."""
+    """The methods `__init__` calls as `self.name(...)`, and those they call in turn (all of
+    them where it hands `self` to a function): they run while the module is still on the CPU
+    (`self._conv_output_size(shape)` feeding a dummy input to its layers). Static and class
+    methods too, whose first parameter is no module."""
     reached = {
         name
         for name, method in methods.items()
@@ -1174,6 +1176,8 @@ def _run_by_init(methods: Mapping[str, FunctionNode]) -> set[str]:
         method = methods.get(pending.pop())
         if method is None:
             continue
+        if _hands_self_over(method):
+            return set(methods)  # `infer_flat(self, shape)` may call any of them
         for node in nodes_below(method):
             if (
                 type(node) is ast.Attribute
@@ -1185,6 +1189,16 @@ def _run_by_init(methods: Mapping[str, FunctionNode]) -> set[str]:
                 reached.add(node.attr)
                 pending.append(node.attr)
     return reached
+
+
+def _hands_self_over(function: FunctionNode) -> bool:
+    """Whether ``function`` passes `self` to a call (not `super(Cls, self)`)."""
+    for node in nodes_below(function):
+        if isinstance(node, ast.Call) and dotted_name(node.func) != "super":
+            passed = [*node.args, *(keyword.value for keyword in node.keywords)]
+            if any(isinstance(value, ast.Name) and value.id == "self" for value in passed):
+                return True
+    return False
 
 
 def _attributes_constructed(init: FunctionNode) -> Iterator[tuple[str, ast.Call]]:

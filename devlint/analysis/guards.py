@@ -238,13 +238,24 @@ class GuardTracker:
 
 
 def _rejects_unlisted(node: cst.If) -> bool:
-    """`if value not in (...): raise ...`, the values written out."""
+    """`if value not in (None, "cpu", ...): raise ...`: the values written out, the CPU's among
+    them (`None` or `"cpu"`)."""
     test = node.test
     if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
         return False
     target = test.comparisons[0]
-    listed = isinstance(target.comparator, (cst.List, cst.Tuple, cst.Set))
+    listed = target.comparator
+    if not (
+        isinstance(target.operator, cst.NotIn)
+        and isinstance(listed, (cst.List, cst.Tuple, cst.Set))
+    ):
+        return False
+    cpu_listed = any(
+        (isinstance(item.value, cst.Name) and item.value.value == "None")
+        or (isinstance(item.value, cst.SimpleString) and item.value.evaluated_value == "cpu")
+        for item in listed.elements
+    )
     body = node.body.body
     last = body[-1] if body else None
     raises = isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], cst.Raise)
-    return isinstance(target.operator, cst.NotIn) and listed and raises
+    return cpu_listed and raises

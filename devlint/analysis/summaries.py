@@ -171,7 +171,7 @@ class _Summariser:
             "module": module,
             "defines_to": "to" in methods or "_apply" in methods,
             "cpu_attributes": attributes,
-            "tensors": sorted(tensors),
+            "tensors": dict(sorted(tensors.items())),
         }
 
     def _cpu_attributes(self, init: FunctionNode, methods: dict[str, FunctionNode]) -> set[str]:

@@ -189,24 +189,59 @@ def _is_move(node: ast.expr) -> bool:
 
 
 def _places_on_device(call: ast.Call) -> bool:
-    if _method(call) in _PARAMETER_METHODS:
-        return True  # a module's parameters: on its device
-    return _moves_to_device(call)
-
-
-def _moves_to_device(call: ast.Call) -> bool:
     method = _method(call)
     if method == "cuda" or (method == "to" and has_arguments(call)):
         return True
+    if method in _PARAMETER_METHODS:
+        return True  # a module's parameters: on its device
     return any(
         keyword.arg == "device" and not _is_none_or_cpu(keyword.value) for keyword in call.keywords
     )
 
 
-def moves_to_device(tree: ast.AST) -> bool:
-    """Whether code puts anything on a device itself (`.cuda()`, `.to(d)`, `device=d`), not
-    only through a module's parameters."""
-    return any(type(node) is ast.Call and _moves_to_device(node) for node in nodes_below(tree))
+def keeps_modules_on_a_device(tree: ast.AST) -> bool:
+    """Whether code moves something to a device itself (`.cuda()`, `.to(device)`, `device=d`;
+    not `.to("cpu")` or `.to(torch.float64)`) and never moves a module back in place
+    (`model.cpu()` or `model.to("cpu")` as a statement of its own): then a module's methods
+    run where it was moved."""
+    moved = False
+    for node in nodes_below(tree):
+        if isinstance(node, ast.Expr) and _moves_back(node.value):
+            return False
+        if isinstance(node, ast.Call) and not moved:
+            moved = _moves_off_the_cpu(node)
+    return moved
+
+
+def _moves_off_the_cpu(call: ast.Call) -> bool:
+    method = _method(call)
+    if method == "cuda":
+        return True
+    if method == "to" and call.args:
+        return not (_is_none_or_cpu(call.args[0]) or _is_dtype(call.args[0]))
+    return any(
+        keyword.arg == "device" and not _is_none_or_cpu(keyword.value) for keyword in call.keywords
+    )
+
+
+def _moves_back(value: ast.expr) -> bool:
+    if not isinstance(value, ast.Call):
+        return False
+    method = _method(value)
+    return method == "cpu" or (
+        method == "to" and bool(value.args) and _is_none_or_cpu(value.args[0])
+    )
+
+
+def _is_dtype(node: ast.expr) -> bool:
+    """`torch.float64`, `torch.half`: a dtype, not a device."""
+    return isinstance(node, ast.Attribute) and node.attr in _DTYPES
+
+
+_DTYPES = frozenset(
+    "float float16 float32 float64 half double bfloat16 int int8 int16 int32 int64 long short "
+    "uint8 bool complex64 complex128 cfloat cdouble".split()
+)
 
 
 _PARAMETER_METHODS = frozenset({"parameters", "buffers", "named_parameters", "named_buffers"})

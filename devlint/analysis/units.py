@@ -30,9 +30,10 @@ class ModuleMembers:
     # Modules of classes of this file, by attribute: their `forward` runs where the module is
     # (`self.pos = PositionalEncoding(d)`, then `self.pos(steps)`).
     modules: Mapping[str, str] = field(default_factory=dict)
-    # The parameters and buffers of each module `__init__` sets, this file's or an imported
-    # project file's (`self.crf = CRF(...)`, then `self.crf.transitions` on the module's device).
-    member_tensors: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    # The parameters and buffers (by name, with which of the two) of each module `__init__`
+    # sets, this file's or an imported project file's (`self.crf = CRF(...)`, then
+    # `self.crf.transitions` on the module's device).
+    member_tensors: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
 
 NO_MEMBERS = ModuleMembers()

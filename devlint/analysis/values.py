@@ -201,7 +201,7 @@ def _maybe_on_device(first: Value, second: Value) -> Optional[Placement]:
     flags = {
         (side.placement.flag, side.placement.moved_when)
         for side in (first, second)
-        if side.where is not Where.CPU
+        if side.where not in (Where.CPU, Where.UNKNOWN)
     }
     flag = device_side.placement.flag if len(flags) == 1 else ""
     return replace(device_side.placement, where=Where.MAYBE_DEVICE, flag=flag)

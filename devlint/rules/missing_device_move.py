@@ -62,12 +62,16 @@ class MissingDeviceMove(FlowRule):
     (`inputs = self.mask_tokens(inputs)`, then `inputs = inputs.to(device)`).
 
     In a module's `forward` and the methods it calls, its registered buffers and
-    parameters, its torch layers (`self.proj`) and their `weight` and `bias`
-    live on the module's device; so they do in its other methods (a VAE's
-    `sample`), in a file that puts anything on a device, except in the methods
-    `__init__` runs, while the module is still on the CPU. `forward`'s inputs do too, except those the
-    code shows to be numbers: annotated `int`, `float` or `bool`, a number by
-    default, or used as a size (`torch.arange(seq_len)`, `range(n)`).
+    parameters, its torch layers (`self.proj`) and their `weight` and `bias`,
+    and the parameters of the modules it holds (`self.crf.transitions`) live on
+    the module's device. `forward`'s inputs do too, except those the code shows
+    to be numbers: annotated `int`, `float` or `bool`, a number by default, or
+    used as a size (`torch.arange(seq_len)`, `range(n)`). The module's other
+    methods (a VAE's `sample`) see its layers on its device too, in a file that
+    moves something to a device and never moves a module back to the CPU;
+    not the methods `__init__` runs, while the module is still on the CPU.
+    `self(x)`, or `self.pos(x)` for a module of a class of the file, runs that
+    `forward` with what the call passes.
 
     ## Why is this bad?
     The forgotten `.to(device)`: the script runs on the author's CPU, then fails
@@ -311,6 +315,22 @@ class MissingDeviceMove(FlowRule):
         "        self.flat = self._flat_size((3, 32, 32))\n"
         "    def _flat_size(self, shape):\n        return self.conv(torch.zeros(1, *shape)).numel()\n"
         "model = Net().to('cuda')",
+        # `self(x)` runs `forward`, which may move its input itself
+        "import torch\nfrom torch import nn\nclass Net(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.fc = nn.Linear(4, 2)\n"
+        "    def forward(self, x):\n        return self.fc(x.to(self.fc.weight.device))\n"
+        "    def check(self):\n        return self(torch.zeros(1, 4))\nmodel = Net().to('cuda')",
+        # `__init__` hands `self` to a helper, which may call any method on the CPU
+        "import torch\nfrom torch import nn\ndef flat(net, shape):\n    return net.probe(shape)\n"
+        "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.conv = nn.Conv2d(3, 8, 3)\n        self.n = flat(self, (3, 8, 8))\n"
+        "    def probe(self, shape):\n        return self.conv(torch.zeros(1, *shape)).numel()\n"
+        "model = Net().to('cuda')",
+        # a file moving a module back to the CPU, or only to a dtype, keeps no method on a device
+        "import torch\nfrom torch import nn\nclass Policy(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.fc = nn.Linear(4, 2)\n"
+        "    def act(self, obs):\n        return self.fc(torch.from_numpy(obs).float())\n"
+        "policy = Policy().to('cpu')",
         # a file that puts nothing on a device trains on the CPU by design
         "import torch\nfrom torch import nn\nclass PPO(nn.Module):\n    def __init__(self):\n"
         "        super().__init__()\n        self.fc1 = nn.Linear(4, 2)\n"

@@ -85,6 +85,12 @@ class NumpyOnDeviceTensor(FlowRule):
         # numpy functions that only look at their argument: a type test, `t.shape`, `t.ndim`
         "import numpy as np, torch\nt = torch.ones(3).cuda()\n"
         "if np.isscalar(t) or np.ndim(t) == 0:\n    pass\nsize = np.shape(t)",
+        # the branch of the flag a parameter's move was made under where nothing moved
+        "import torch\nclass Trainer:\n    def __init__(self, model, use_cuda):\n"
+        "        self.use_cuda = use_cuda\n        self.model = model\n        if self.use_cuda:\n"
+        "            self.model = self.model.cuda()\n    def predict(self, batch):\n"
+        "        out = self.model(batch)\n        if self.use_cuda:\n"
+        "            return out.detach().cpu().numpy()\n        return out.detach().numpy()",
         # ... or hand it to its own method: `t.squeeze()`, still on the GPU
         "import numpy as np, torch\nt = torch.ones(3, 1).cuda()\nn = np.squeeze(t).cpu().numpy()",
         # the `else` of the flag the move was made under: nothing moved there

@@ -196,6 +196,10 @@ class UnguardedCuda(Rule):
         "pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason='gpu')\n"
         "def test_move():\n    torch.ones(1).cuda()",
         "def to_gpu(x):\n    return x.cuda()",
+        # a validation listing no CPU value passes GPUs only; a request to offload is no place
+        "import torch\ndef run(x, device):\n    if device not in ('cuda', 'cuda:0'):\n"
+        "        raise ValueError(device)\n    return x.cuda()",
+        "import torch\ndef restore(p, offload_to_cpu):\n    if offload_to_cpu:\n        p.cuda()",
         # ... while its other branch is the device's
         "import torch\ndef place(model, args):\n    if args.cpu:\n        return model\n"
         "    return model.cuda()",
