@@ -311,9 +311,8 @@ class CallEvaluator:
         if dotted is not None and dotted in env:
             return env[dotted]
         if type(node.value) is ast.Name and node.value.id == "self":
-            if (
-                node.attr in unit.members.lists
-            ):  # (`List[float]` first: a number, and a list of them)
+            # (lists first: `freqs: List[float]` counts among the numbers too)
+            if node.attr in unit.members.lists:
                 return Value(Kind.SEQUENCE)
             if node.attr in unit.members.numbers:
                 return SCALAR
@@ -812,7 +811,8 @@ class CallEvaluator:
         if callee.kind not in (Kind.MODULE, Kind.UNKNOWN):
             return UNKNOWN
         on_device = callee.where is Where.DEVICE or (
-            callee.where is Where.INPUT and callee.kind is Kind.MODULE  # `self(x)`
+            # a layer held in a name, or `self(x)` where the file shows no `forward` of its own
+            callee.where is Where.INPUT and callee.kind is Kind.MODULE
         )
         if on_device and self.frames and not self.recording:
             self.note_module_input(node, callee, arguments)

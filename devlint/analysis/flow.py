@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import Any, Optional, Union, cast
+from typing import Any, Optional, TypeVar, Union, cast
 
 from devlint.analysis.call_contexts import CallContexts
 from devlint.analysis.contexts import (
@@ -112,6 +112,9 @@ def merge(first: Optional[Env], second: Optional[Env]) -> Optional[Env]:
     for key in second.keys() - first.keys():
         merged[key] = UNKNOWN
     return merged
+
+
+T = TypeVar("T")
 
 
 class DeviceFlow(CallContexts):
@@ -362,34 +365,24 @@ class DeviceFlow(CallContexts):
             known = self._members[name] = NO_MEMBERS
             return known
         self._members[name] = NO_MEMBERS  # (while computing: a class holding itself)
-        reassigned = _reassigned_in_methods(facts)
+        reassigned = {key[5:] for key in _reassigned_in_methods(facts) if key.startswith("self.")}
+        # (a method of the same name shadows a layer: `self.name(...)` calls the method)
+        shadowed = reassigned | facts.methods.keys()
 
-        def kept(names: Iterable[str]) -> frozenset[str]:
-            return frozenset(name for name in names if f"self.{name}" not in reassigned)
+        def kept(names: Iterable[str], out: Collection[str] = reassigned) -> frozenset[str]:
+            return frozenset(name for name in names if name not in out)
+
+        def kept_items(held: Mapping[str, T], out: Collection[str] = reassigned) -> dict[str, T]:
+            return {key: value for key, value in held.items() if key not in out}
 
         known = self._members[name] = ModuleMembers(
-            # (a method of the same name shadows the attribute: `self.name(...)` calls it)
-            submodules=kept(self._layers_set_in(init)) - facts.methods.keys(),
+            submodules=kept(self._layers_set_in(init), shadowed),
             numbers=kept(number_attributes(init, self._numbers_of(init))),
             lists=kept(list_attributes(init, list_parameters(init))),
             # (a buffer assigned a new tensor later holds that tensor, wherever it lives)
-            tensors={
-                attribute: kind
-                for attribute, kind in module_tensors_set_in(
-                    init, self.names.qualified_syntax_name
-                ).items()
-                if f"self.{attribute}" not in reassigned
-            },
-            modules={
-                attribute: module
-                for attribute, module in self._modules_set_in(init).items()
-                if f"self.{attribute}" not in reassigned and attribute not in facts.methods
-            },
-            member_tensors={
-                attribute: tensors
-                for attribute, tensors in self._member_tensors_set_in(init).items()
-                if f"self.{attribute}" not in reassigned
-            },
+            tensors=kept_items(module_tensors_set_in(init, self.names.qualified_syntax_name)),
+            modules=kept_items(self._modules_set_in(init), shadowed),
+            member_tensors=kept_items(self._member_tensors_set_in(init)),
         )
         return known
 

@@ -194,6 +194,11 @@ def _places_on_device(call: ast.Call) -> bool:
         return True
     if method in _PARAMETER_METHODS:
         return True  # a module's parameters: on its device
+    return _given_a_device(call)
+
+
+def _given_a_device(call: ast.Call) -> bool:
+    """`device=d`, other than None or `"cpu"`."""
     return any(
         keyword.arg == "device" and not _is_none_or_cpu(keyword.value) for keyword in call.keywords
     )
@@ -219,9 +224,7 @@ def _moves_off_the_cpu(call: ast.Call) -> bool:
         return True
     if method == "to" and call.args:
         return not (_is_none_or_cpu(call.args[0]) or _is_dtype(call.args[0]))
-    return any(
-        keyword.arg == "device" and not _is_none_or_cpu(keyword.value) for keyword in call.keywords
-    )
+    return _given_a_device(call)
 
 
 def _moves_back(value: ast.expr) -> bool:

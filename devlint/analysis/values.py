@@ -196,7 +196,7 @@ def _maybe_on_device(first: Value, second: Value) -> Optional[Placement]:
         return None  # (two devices: still a device, but which one is unknown)
     if any(side.where is Where.CPU and _moved_back(side) for side in (first, second)):
         return None  # `if cuda: x = x.cpu()`, undoing an earlier `if cuda: x = x.cuda()`
-    device_side = first if first.where is not Where.CPU else second
+    device_side = first if first.where in (Where.DEVICE, Where.MAYBE_DEVICE) else second
     # Moved under a flag on one path, and on the other not moved: still under that flag.
     flags = {
         (side.placement.flag, side.placement.moved_when)

@@ -26,8 +26,9 @@ class NumpyOnDeviceTensor(FlowRule):
     argument is not flagged: `np.isscalar(t)`, `np.iterable(t)`, and
     `np.shape(t)` and `np.ndim(t)`, which return `t.shape` and `t.ndim`; nor
     are `np.squeeze(t)`, `np.nonzero(t)` and `np.swapaxes(t, ...)`, which call
-    the tensor's own method and return a tensor where it was. A
-    module's output handed to a numpy function is not flagged: a pipeline may return numpy images already;
+    the tensor's own method and return a tensor where it was. A module's output
+    handed to a numpy function is not flagged: a pipeline may return numpy
+    images already;
     `.numpy()` itself proves a tensor, and so does a torch layer that returns
     one tensor (`nn.Linear`, `nn.Conv2d`; not `nn.LSTM`'s tuple or a container's
     whatever-its-layers-return), and so does a module class of the file whose
@@ -213,6 +214,16 @@ class NumpyOnDeviceTensor(FlowRule):
             14,
             16,
             "`self.crf.transitions`, a parameter of the module",
+        ),
+        # ... moved in the `else` branch: the evidence is that move's
+        Invalid(
+            "import torch\nclass Trainer:\n    def __init__(self, model, cpu_only):\n"
+            "        self.model = model\n        if cpu_only:\n            pass\n        else:\n"
+            "            self.model = self.model.cuda()\n"
+            "    def predict(self, batch):\n        return self.model(batch).detach().numpy()",
+            10,
+            16,
+            "moved with `.cuda()` to `cuda` at line 8, on some paths",
         ),
         # a model the caller passed, moved under a condition: on a device on that path
         Invalid(
