@@ -55,13 +55,13 @@ class CallContexts(CallEvaluator):
     script_env: Env
 
     def global_devices(self) -> Env:
-        """The module's device variables, as bound where a helper is analysed: a helper reads
-        `device` where the script set it (`device = torch.device("cpu")` is the CPU there too,
-        as in the script)."""
+        """The module's device variables and losses, as bound where a helper is analysed: a
+        helper reads `device` where the script set it (`device = torch.device("cpu")` is the CPU
+        there too, as in the script), and `criterion(out, target)` compares its arguments."""
         return {
             name: value
             for name, value in self.script_env.items()
-            if value.kind is Kind.DEVICE_OBJECT and "." not in name
+            if (value.kind is Kind.DEVICE_OBJECT or value.is_loss) and "." not in name
         }
 
     def exec_block(self, statements: Sequence[ast.stmt], env: Env, unit: Unit) -> Optional[Env]:

@@ -714,6 +714,7 @@ class CallEvaluator:
             if indices is not None:
                 return indices
         if qualified in FUNCTIONAL_LOSSES:
+            self._operation(node, arguments[:2])
             result = combine(arguments[:2])
             return (
                 Value(Kind.TENSOR, result.placement, scalar=True)
@@ -804,6 +805,8 @@ class CallEvaluator:
         if callee.scatters:
             return UNKNOWN
         if callee.kind is Kind.MODULE and (callee.is_loss or not callee.has_parameters):
+            if callee.is_loss:
+                self._operation(node, arguments[:2])
             result = combine(arguments)
             if result is UNKNOWN:
                 return UNKNOWN

@@ -924,11 +924,21 @@ def _moved_name(value: ast.expr) -> Optional[str]:
 def _omitted_parameter(
     test: ast.expr, function: Optional[FunctionNode]
 ) -> Optional[tuple[str, bool]]:
-    """The parameter ``test`` finds absent, and on which branch: `if mask is None:` (True),
-    `if mask is not None: ... else:` (False), where callers may pass None: `None` is the
-    parameter's default, or its annotation says so (`Optional[Tensor]`, `Tensor | None`). A
-    test of a parameter typed `Tensor` alone is a defensive check, no evidence."""
-    if function is None or not isinstance(test, ast.Compare) or len(test.ops) != 1:
+    """The parameter ``test`` finds absent, and on which branch: `if mask is None:` or `if not
+    mask:` (True), `if mask is not None: ... else:` (False), where callers may pass None: `None`
+    is the parameter's default, or its annotation says so (`Optional[Tensor]`, `Tensor | None`).
+    A test of a parameter typed `Tensor` alone is a defensive check, no evidence."""
+    if function is None:
+        return None
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        # `if not timesteps:` of a parameter whose default is None
+        if not isinstance(test.operand, ast.Name):
+            return None
+        default = defaults_of(function).get(test.operand.id)
+        if isinstance(default, ast.Constant) and default.value is None:
+            return test.operand.id, True
+        return None
+    if not isinstance(test, ast.Compare) or len(test.ops) != 1:
         return None
     left, right = test.left, test.comparators[0]
     if not (

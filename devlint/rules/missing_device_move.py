@@ -593,6 +593,17 @@ class MissingDeviceMove(FlowRule):
             8,
             20,
         ),
+        # `if not timesteps:` of a parameter whose default is None: callers that pass none
+        Invalid(
+            "import torch\nfrom torch import nn\nclass Diffusion(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n"
+            "        self.emb = nn.Embedding(10, 4)\n"
+            "    def forward(self, x, timesteps=None):\n        if not timesteps:\n"
+            "            timesteps = torch.randint(10, (x.size(0),))\n"
+            "        return x + self.emb(timesteps)",
+            10,
+            29,
+        ),
         # a helper hands its caller's CPU data to the model the caller moved
         Invalid(
             "import torch\nfrom torch import nn\ndef score(net, features):\n"
@@ -601,6 +612,26 @@ class MissingDeviceMove(FlowRule):
             7,
             21,
             "`score` passes it to `net` at line 4, which was moved to `device` at line 5",
+        ),
+        # the labels a helper's loss compares with the output of the model the caller moved
+        Invalid(
+            "import torch\nfrom torch import nn\nimport torch.nn.functional as F\n"
+            "def score(net, features, targets):\n"
+            "    return F.cross_entropy(net(features), targets)\n"
+            "net = nn.Linear(3, 2).to(device)\ntargets = torch.randint(0, 2, (4,))\n"
+            "result = score(net, torch.randn(4, 3).to(device), targets)",
+            7,
+            11,
+            "`score`, called at line 8, combines it with a tensor on `device`",
+        ),
+        # ... through a loss the script built, which the helper reads
+        Invalid(
+            "import torch\nfrom torch import nn\ncriterion = nn.CrossEntropyLoss()\n"
+            "def score(net, features, targets):\n    return criterion(net(features), targets)\n"
+            "net = nn.Linear(3, 2).to(device)\ntargets = torch.randint(0, 2, (4,))\n"
+            "result = score(net, torch.randn(4, 3).to(device), targets)",
+            7,
+            11,
         ),
         # a plain class's method sees what its construction site passed to `__init__`
         Invalid(
