@@ -210,7 +210,21 @@ class Extractor:
             capture_output=True, text=True, check=False,
         ).stdout.split()  # fmt: skip
         modules = [name for name in listing if name.endswith(".py")]
-        return modules if path in modules and len(modules) <= MAX_PACKAGE_FILES else [path]
+        if path not in modules or len(modules) > MAX_PACKAGE_FILES:
+            return [path]
+        return modules + self._enclosing_packages(commit, folder)
+
+    def _enclosing_packages(self, commit: str, folder: str) -> list[str]:
+        """The `__init__.py` of each package above ``folder``: a checkout has them, and they
+        name the folder's modules (`speechbrain.processing.signal_processing`)."""
+        tree = self.listing(commit)
+        found = []
+        for parent in PurePosixPath(folder).parents:
+            marker = f"{parent}/__init__.py"
+            if str(parent) == "." or marker not in tree:
+                break
+            found.append(marker)
+        return found
 
     def listing(self, commit: str) -> frozenset[str]:
         """Every file of the commit's tree (memoised: one case's two sides share a commit)."""

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Callable, Optional, Union
 
 from devlint.analysis.contexts import defaults_of
@@ -31,6 +31,8 @@ _ADAPTING_METHODS = frozenset({"to", "cuda", "type_as", "cpu"})
 _DEVICE_FREE_READS = frozenset(
     {"shape", "size", "dtype", "ndim", "dim", "numel", "nelement", "device", "is_cuda"}
 )
+# Wrappers that hold the tensor they are given where it is.
+_WRAPPERS = frozenset({"Parameter", "Variable"})
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 
@@ -110,6 +112,11 @@ class TensorAttributeNotBuffer(FlowRule):
         "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
         "    def __init__(self):\n        super().__init__()\n        self.scale = torch.ones(4)\n"
         "    def forward(self, x):\n        return x * self.scale.to(x.device)",
+        # wrapped, sliced and moved, with nothing computed before the move
+        "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.pe = torch.ones(8, 4)\n"
+        "    def forward(self, x):\n"
+        "        return x + nn.Parameter(self.pe[: x.size(0)], requires_grad=False).to(x.device)",
         "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
         "    def __init__(self):\n        super().__init__()\n        self.scale = torch.ones(4)\n"
         "    def _apply(self, fn):\n        self.scale = fn(self.scale)\n        return super()._apply(fn)\n"
@@ -153,6 +160,15 @@ class TensorAttributeNotBuffer(FlowRule):
         "        return loss",
     )
     INVALID = (
+        # the sum runs before the move
+        Invalid(
+            "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n        self.pe = torch.ones(8, 4)\n"
+            "    def forward(self, x):\n"
+            "        return (x + nn.Parameter(self.pe, requires_grad=False)).to(x.device)",
+            6,
+            9,
+        ),
         Invalid(
             "import torch\nfrom torch import nn\nclass Attention(nn.Module):\n"
             "    def __init__(self, n):\n        super().__init__()\n"
@@ -557,6 +573,27 @@ def _loop_counters(function: FunctionNode) -> set[str]:
     return {name for name in counters if stored.get(name) == 1 and name not in parameters}
 
 
+def _wrapped_in(moved: ast.expr) -> Iterator[ast.expr]:
+    """What a move moves with ``moved``: the tensor a slice, a placement-keeping method or a
+    wrapper reads (`nn.Parameter(self.pe, requires_grad=False).to(self.device)`), with nothing
+    else computed before the move."""
+    yield moved
+    if isinstance(moved, ast.Subscript):
+        yield from _wrapped_in(moved.value)
+    elif (
+        isinstance(moved, ast.Call)
+        and isinstance(moved.func, ast.Attribute)
+        and moved.func.attr in PLACEMENT_KEEPING_METHODS
+    ):
+        yield from _wrapped_in(moved.func.value)
+    if (
+        isinstance(moved, ast.Call)
+        and moved.args
+        and (dotted_name(moved.func) or "").rpartition(".")[2] in _WRAPPERS
+    ):
+        yield from _wrapped_in(moved.args[0])
+
+
 def _first_plain_use_in(
     forward: FunctionNode,
     attribute: str,
@@ -566,9 +603,10 @@ def _first_plain_use_in(
     nodes = [node for statement in forward.body for node in nodes_below(statement)]
     calls = [node for node in nodes if isinstance(node, ast.Call)]
     adapted = {
-        id(node.func.value)
+        id(moved)
         for node in calls
         if isinstance(node.func, ast.Attribute) and node.func.attr in _ADAPTING_METHODS
+        for moved in _wrapped_in(node.func.value)
     }
     handed_over = {
         id(passed)
