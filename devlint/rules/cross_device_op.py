@@ -60,6 +60,11 @@ class CrossDeviceOp(FlowRule):
     required_patterns = (DEVICE_SOURCE, CPU_TENSOR_SOURCE)
 
     VALID = (
+        # told not to compare devices
+        "import torch\nx = torch.ones(2).cuda()\n"
+        "torch.testing.assert_close(x.sum(), torch.tensor(2.0), check_device=False)",
+        # a 0-dim CPU tensor mixes with tensors on any device in arithmetic
+        "import torch\nx = torch.ones(2).cuda()\ny = x.sum() == torch.tensor(2.0)",
         # a helper's CPU path (`device` left at None) is not a path the caller's loop repeats
         "import torch\ndef init_state(n, device=None):\n    if device is None:\n"
         "        return torch.zeros(n, 8)\n    return torch.zeros(n, 8, device=device)\n"
@@ -143,6 +148,14 @@ class CrossDeviceOp(FlowRule):
         "import torch\nx = torch.zeros(3).cuda()\ny = torch.arange(3, out=x.new(3))\nz = x + y",
     )
     INVALID = (
+        # `assert_close` compares devices first: a 0-dim CPU tensor fails it too
+        Invalid(
+            "import torch\nx = torch.ones(2).cuda()\n"
+            "torch.testing.assert_close(x.sum(), torch.tensor(2.0))",
+            3,
+            1,
+            "`torch.tensor(2.0)` is on the CPU",
+        ),
         # a CPU table indexed with indices on a device
         Invalid(
             "import torch\nids = torch.randn(4, 8).cuda().argmax(-1)\ntable = torch.randn(8, 3)\n"
