@@ -177,6 +177,8 @@ class DeviceFlow(CallContexts):
         self._class_attributes: dict[str, Env] = {}
         self._members: dict[str, ModuleMembers] = {}  # see `module_members`
         self._module_classes: dict[str, bool] = {}  # see `is_module_class`
+        # Module classes defined in a function (a test's `class TestModel(BoringModel)`).
+        self._nested_modules: list[ClassFacts] = []
         self._module = module
         self._device_source: Optional[bool] = None
         self._device_moves: Optional[bool] = None
@@ -190,6 +192,7 @@ class DeviceFlow(CallContexts):
         self.sibling_methods: dict[ast.AST, Mapping[str, FunctionNode]] = {}
         self._collect_definitions(module.body)
         self._bases = {name: facts.bases for name, facts in self.classes.items()}
+        self._collect_nested_modules(module.body)
         self._run(module)
 
     def value_of(self, node: ast.AST) -> Value:
@@ -215,6 +218,43 @@ class DeviceFlow(CallContexts):
             elif isinstance(statement, _FUNCTION_TYPES):
                 self.functions.setdefault(statement.name, statement)
 
+    def _collect_nested_modules(self, body: Sequence[ast.stmt]) -> None:
+        """The module classes defined inside functions. Their names may repeat (each test its
+        own `TestModel`), so they are no classes of the file: their methods run on the module's
+        device, and nothing is known of what constructs them."""
+        top_level = {id(facts.node) for facts in self.classes.values()}
+        seen: set[int] = set()
+        for _, owner in _functions_in(body, None):
+            if owner is None or id(owner) in top_level or id(owner) in seen:
+                continue
+            seen.add(id(owner))
+            bases = tuple(
+                self.names.qualified_syntax_name(base) or dotted_name(base) or ""
+                for base in owner.bases
+            )
+            if not any(self._base_is_module(base) for base in owner.bases):
+                continue
+            methods = {
+                inner.name: inner for inner in owner.body if isinstance(inner, _FUNCTION_TYPES)
+            }
+            for method in methods.values():
+                self.sibling_methods[method] = methods
+            self._nested_modules.append(ClassFacts(owner, bases, methods))
+
+    def _base_is_module(self, base: ast.expr) -> bool:
+        written = dotted_name(base) or ""
+        if written in self.classes:
+            return self.is_module_class(written)
+        qualified = self.names.qualified_syntax_name(base) or written
+        return derives_from_module("", {"": (qualified,)}) or self._project_module(written)
+
+    def _project_module(self, written: str) -> bool:
+        """Whether ``written`` names a module class of an imported project file."""
+        if self.project is None:
+            return False
+        found = self.project.lookup(written)
+        return found is not None and found.kind == "class" and self.project.is_module_class(found)
+
     def is_module_class(self, name: str) -> bool:
         """A class of this file deriving (here, through torch, or through a class of an
         imported project file: `class SequenceTagger(flair.nn.Model)`) from nn.Module."""
@@ -234,8 +274,7 @@ class DeviceFlow(CallContexts):
                 if self._derives_from_project(written, seen | {name}):
                     return True
                 continue
-            found = self.project.lookup(written)
-            if found is not None and found.kind == "class" and self.project.is_module_class(found):
+            if self._project_module(written):
                 return True
         return False
 
@@ -258,10 +297,11 @@ class DeviceFlow(CallContexts):
         self.script_env = script_env
         self.exec_block(module.body, script_env, Unit(None))
         self.globals = script_env
+        nested = {id(facts.node) for facts in self._nested_modules}
         functions = [
             function
             for function, owner in _functions_in(module.body, None)
-            if owner is None or owner.name not in self.classes
+            if owner is None or (owner.name not in self.classes and id(owner) not in nested)
         ]
         callees = _call_graph(functions)
         contracts = {function: self._tensor_parameters(function, ()) for function in functions}
@@ -272,6 +312,8 @@ class DeviceFlow(CallContexts):
                 self._analyze_function(function, contracts, callees)
         for name, facts in self.classes.items():
             self._analyze_class(name, facts)
+        for facts in self._nested_modules:
+            self._analyze_nested_module(facts)
         for function in later:
             self._analyze_function(function, contracts, callees)
 
@@ -352,6 +394,26 @@ class DeviceFlow(CallContexts):
                     members=members,
                 )
                 self._analyze(method, unit, attributes, method in self._feeding_methods)
+
+    def _analyze_nested_module(self, facts: ClassFacts) -> None:
+        """A module class defined in a function: each method on the module's device, as in a
+        class of the file, knowing nothing of its layers."""
+        construction = _run_by_init(facts.methods)
+        owners = (facts.node.name, *facts.bases)
+        for method_name, method in facts.methods.items():
+            forward = method_name == "forward"
+            parameters = frozenset() if forward else self._tensor_parameters(method, owners)
+            unit = Unit(
+                method,
+                True,
+                forward=forward,
+                on_module_device=method_name not in construction
+                and method_name != "__init__"
+                and self._keeps_modules_on_a_device(),
+                tensor_parameters=parameters,
+                tensor_items=self._tensor_items(method, owners),
+            )
+            self._analyze(method, unit, {}, method in self._feeding_methods)
 
     def module_members(self, name: str) -> ModuleMembers:
         """What the `__init__` of the file's module class ``name`` made of the attributes no

@@ -604,6 +604,16 @@ class MissingDeviceMove(FlowRule):
             10,
             29,
         ),
+        # a module class defined in a test function: its methods run on the module's device
+        Invalid(
+            "import torch\nfrom torch import nn\ndef test_clipping():\n"
+            "    class TestModel(nn.Linear):\n        def check(self):\n"
+            "            norm = torch.stack([p.grad.norm() for p in self.parameters()]).norm()\n"
+            "            torch.testing.assert_close(norm, torch.tensor(0.05))\n"
+            "    TestModel(2, 2).check()",
+            7,
+            46,
+        ),
         # a helper hands its caller's CPU data to the model the caller moved
         Invalid(
             "import torch\nfrom torch import nn\ndef score(net, features):\n"
