@@ -191,7 +191,7 @@ net = nn.Linear(3, 3).to(device)
 features = torch.randn(4, 3)
 result = score(net, features, torch.zeros(4).long())
 """,
-        [("DEV005", 7, 21)],
+        [("DEV005", 7, 21), ("DEV005", 7, 31)],
     ),
     "helper two calls deep": (
         """\

@@ -363,3 +363,31 @@ def test_the_import_closure_stops_at_its_cap(monkeypatch: pytest.MonkeyPatch) ->
     files = frozenset(["a.py", "b.py", "c.py", "d.py"])
     sources = {"a.py": b"import b\nimport c\nimport d\n"}
     assert len(import_closure(files, "a.py", sources.get)) == 2
+
+
+def test_a_package_comes_with_the_init_files_of_the_packages_above_it(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/audio/__init__.py": "",
+        "pkg/audio/augment.py": "from pkg.audio.signal import convolve\n",
+        "pkg/audio/signal.py": "def convolve(a, b):\n    return a * b\n",
+        "tools/__init__.py": "",
+        "tools/run.py": "",
+    }
+    _commit_files(repo, files, "first")
+    extractor = score.Extractor(repo)
+    try:
+        package = extractor.package_of("HEAD", "pkg/audio/augment.py")
+        loose = extractor.package_of("HEAD", "tools/run.py")
+    finally:
+        extractor.close()
+    assert sorted(package) == [
+        "pkg/__init__.py",
+        "pkg/audio/__init__.py",
+        "pkg/audio/augment.py",
+        "pkg/audio/signal.py",
+    ]
+    assert sorted(loose) == ["tools/__init__.py", "tools/run.py"]

@@ -54,7 +54,9 @@ from devlint.analysis.torch_api import (
     is_parameterless_class,
     is_torch_nn_class,
     looks_like_loader,
+    loss_operands,
     returns_one_tensor,
+    takes_cpu_targets,
 )
 from devlint.analysis.values import (
     SCALAR,
@@ -714,8 +716,9 @@ class CallEvaluator:
             if indices is not None:
                 return indices
         if qualified in FUNCTIONAL_LOSSES:
-            self._operation(node, arguments[:2])
-            result = combine(arguments[:2])
+            compared = [] if takes_cpu_targets(qualified) else _loss_values(node, arguments)
+            self._operation(node, compared)
+            result = combine(compared or arguments[:1])
             return (
                 Value(Kind.TENSOR, result.placement, scalar=True)
                 if result is not UNKNOWN
@@ -775,7 +778,12 @@ class CallEvaluator:
                 if held is not None and held.is_cpu_tensor():
                     weight = held
             return Value(
-                Kind.MODULE, created, has_parameters=False, is_loss=True, cpu_weight=weight
+                Kind.MODULE,
+                created,
+                has_parameters=False,
+                is_loss=True,
+                cpu_weight=weight,
+                cpu_targets=takes_cpu_targets(qualified),
             )
         returns_tensor = returns_one_tensor(qualified)
         if is_parameterless_class(qualified):
@@ -805,8 +813,8 @@ class CallEvaluator:
         if callee.scatters:
             return UNKNOWN
         if callee.kind is Kind.MODULE and (callee.is_loss or not callee.has_parameters):
-            if callee.is_loss:
-                self._operation(node, arguments[:2])
+            if callee.is_loss and not callee.cpu_targets:
+                self._operation(node, _loss_values(node, arguments))
             result = combine(arguments)
             if result is UNKNOWN:
                 return UNKNOWN
@@ -1101,3 +1109,9 @@ def converts_dtype(call: ast.Call, names: ImportMap) -> bool:
         or "dtype" in lowered
         or bool(_DTYPE_ABBREVIATION.search(lowered))
     )
+
+
+def _loss_values(node: ast.Call, arguments: Sequence[Value]) -> list[Value]:
+    """The values of the input and the target a loss call compares (see `loss_operands`)."""
+    held = {id(passed): value for passed, value in zip(call_arguments(node), arguments)}
+    return [held[id(operand)] for operand in loss_operands(node) if id(operand) in held]

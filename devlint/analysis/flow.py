@@ -219,9 +219,11 @@ class DeviceFlow(CallContexts):
                 self.functions.setdefault(statement.name, statement)
 
     def _collect_nested_modules(self, body: Sequence[ast.stmt]) -> None:
-        """The module classes defined inside functions. Their names may repeat (each test its
-        own `TestModel`), so they are no classes of the file: their methods run on the module's
-        device, and nothing is known of what constructs them."""
+        """The module classes not defined directly in the module's body: in a function (each
+        test its own `TestModel`, so names may repeat) or in a block (a `try:` fallback). They
+        are no classes of the file: their methods run on the module's device, and nothing is
+        known of their layers or of what constructs them. Their bases are read as the module
+        imports them (not through a function's own imports, nor another such class)."""
         top_level = {id(facts.node) for facts in self.classes.values()}
         seen: set[int] = set()
         for _, owner in _functions_in(body, None):
@@ -373,47 +375,41 @@ class DeviceFlow(CallContexts):
             reassigned = _reassigned_in_methods(facts)
             attributes = {key: value for key, value in attributes.items() if key not in reassigned}
         self._class_attributes[name] = attributes
-        construction = _run_by_init(facts.methods) if module_class else set()
-        for method_name, method in facts.methods.items():
-            if method_name != "__init__":
-                forward = module_class and method_name == "forward"
-                parameters = (
-                    frozenset()
-                    if forward
-                    else self._tensor_parameters(method, (name, *facts.bases))
-                )
-                unit = Unit(
-                    method,
-                    module_class,
-                    forward=forward,
-                    on_module_device=module_class
-                    and method_name not in construction
-                    and self._keeps_modules_on_a_device(),
-                    tensor_parameters=parameters,
-                    tensor_items=self._tensor_items(method, (name, *facts.bases)),
-                    members=members,
-                )
-                self._analyze(method, unit, attributes, method in self._feeding_methods)
+        self._analyze_methods(facts, module_class, attributes, members)
 
     def _analyze_nested_module(self, facts: ClassFacts) -> None:
-        """A module class defined in a function: each method on the module's device, as in a
-        class of the file, knowing nothing of its layers."""
-        construction = _run_by_init(facts.methods)
+        """A module class defined in a function, as a module class of the file is, knowing
+        nothing of its layers: its `__init__` only to report, its other methods on the
+        module's device."""
+        init = facts.methods.get("__init__")
+        if init is not None:
+            self._analyze(init, Unit(init, True), {}, False, {})
+        self._analyze_methods(facts, True, {}, NO_MEMBERS)
+
+    def _analyze_methods(
+        self, facts: ClassFacts, module_class: bool, attributes: Env, members: ModuleMembers
+    ) -> None:
+        """The methods of a class but `__init__`: a module's on its device, except those
+        `__init__` runs (while the module is still on the CPU)."""
+        construction = _run_by_init(facts.methods) if module_class else set()
         owners = (facts.node.name, *facts.bases)
         for method_name, method in facts.methods.items():
-            forward = method_name == "forward"
+            if method_name == "__init__":
+                continue
+            forward = module_class and method_name == "forward"
             parameters = frozenset() if forward else self._tensor_parameters(method, owners)
             unit = Unit(
                 method,
-                True,
+                module_class,
                 forward=forward,
-                on_module_device=method_name not in construction
-                and method_name != "__init__"
+                on_module_device=module_class
+                and method_name not in construction
                 and self._keeps_modules_on_a_device(),
                 tensor_parameters=parameters,
                 tensor_items=self._tensor_items(method, owners),
+                members=members,
             )
-            self._analyze(method, unit, {}, method in self._feeding_methods)
+            self._analyze(method, unit, attributes, method in self._feeding_methods)
 
     def module_members(self, name: str) -> ModuleMembers:
         """What the `__init__` of the file's module class ``name`` made of the attributes no
@@ -987,39 +983,45 @@ def _omitted_parameter(
     test: ast.expr, function: Optional[FunctionNode]
 ) -> Optional[tuple[str, bool]]:
     """The parameter ``test`` finds absent, and on which branch: `if mask is None:` or `if not
-    mask:` (True), `if mask is not None: ... else:` (False), where callers may pass None: `None`
-    is the parameter's default, or its annotation says so (`Optional[Tensor]`, `Tensor | None`).
-    A test of a parameter typed `Tensor` alone is a defensive check, no evidence."""
-    if function is None:
+    mask:` (True), `if mask is not None: ... else:` or `if mask: ... else:` (False), where
+    callers may pass None: `None` is the parameter's default, or its annotation says so
+    (`Optional[Tensor]`, `Tensor | None`). A test of a parameter typed `Tensor` alone is a
+    defensive check, no evidence."""
+    found = _none_test(test)
+    if function is None or found is None:
         return None
+    name, absent_if_true = found
+    arguments = function.args
+    parameters = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+    tested = next((parameter for parameter in parameters if parameter.arg == name), None)
+    if tested is None:
+        return None
+    default = defaults_of(function).get(name)
+    defaults_to_none = isinstance(default, ast.Constant) and default.value is None
+    if not (defaults_to_none or _admits_none(tested.annotation)):
+        return None
+    return name, absent_if_true
+
+
+def _none_test(test: ast.expr) -> Optional[tuple[str, bool]]:
+    """The name a test finds None (or falsy), and whether where it holds: `x is None`, `not x`
+    (True); `x is not None`, `x` (False)."""
+    if isinstance(test, ast.Name):
+        return test.id, False
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        # `if not timesteps:` of a parameter whose default is None
-        if not isinstance(test.operand, ast.Name):
-            return None
-        default = defaults_of(function).get(test.operand.id)
-        if isinstance(default, ast.Constant) and default.value is None:
-            return test.operand.id, True
-        return None
+        inner = test.operand
+        return (inner.id, True) if isinstance(inner, ast.Name) else None
     if not isinstance(test, ast.Compare) or len(test.ops) != 1:
         return None
     left, right = test.left, test.comparators[0]
-    if not (
+    if (
         isinstance(test.ops[0], (ast.Is, ast.IsNot))
         and isinstance(left, ast.Name)
         and isinstance(right, ast.Constant)
         and right.value is None
     ):
-        return None
-    arguments = function.args
-    parameters = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
-    tested = next((parameter for parameter in parameters if parameter.arg == left.id), None)
-    if tested is None:
-        return None
-    default = defaults_of(function).get(left.id)
-    defaults_to_none = isinstance(default, ast.Constant) and default.value is None
-    if not (defaults_to_none or _admits_none(tested.annotation)):
-        return None
-    return left.id, isinstance(test.ops[0], ast.Is)
+        return left.id, isinstance(test.ops[0], ast.Is)
+    return None
 
 
 def _admits_none(annotation: Optional[ast.expr]) -> bool:

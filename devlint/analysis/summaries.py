@@ -44,6 +44,8 @@ from devlint.analysis.torch_api import (
     combines_operands,
     is_parameterless_class,
     is_torch_nn_class,
+    loss_operands,
+    takes_cpu_targets,
 )
 
 Summary = dict[str, Any]
@@ -546,7 +548,7 @@ def _operands(node: ast.AST, qualified: Callable[[ast.AST], str]) -> list[ast.ex
         listed = node.args[0]
         return list(listed.elts) if isinstance(listed, (ast.List, ast.Tuple)) else []
     if name in FUNCTIONAL_LOSSES:
-        return list(node.args[:2])  # its input and target (`F.ctc_loss`'s lengths may be CPU)
+        return [] if takes_cpu_targets(name) else loss_operands(node)  # its input and target
     if combines_operands(name):
         # `F.conv1d(input=waveform, weight=kernel)`: its tensors, however passed
         keywords = [k.value for k in node.keywords if k.arg in _TENSOR_KEYWORDS]

@@ -8,6 +8,7 @@ Modules, losses and loaders are named here by hand.
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from collections.abc import Mapping
@@ -184,6 +185,26 @@ FUNCTIONAL_LOSSES = frozenset(
     ).split()
 )
 LOSS_WEIGHT_KEYWORDS = ("weight", "pos_weight")
+# Losses whose targets and lengths may stay on the CPU (cuDNN's CTC wants them there).
+CPU_TARGET_LOSSES = frozenset({"torch.nn.functional.ctc_loss"})
+_LOSS_OPERAND_KEYWORDS = frozenset({"input", "target", "input1", "input2", "anchor", "positive"})
+
+
+def loss_operands(call: ast.Call) -> list[ast.expr]:
+    """The two tensors a loss compares: its first two arguments, passed by position or by name
+    (`F.cross_entropy(logits, target=labels)`)."""
+    chosen = [arg for arg in call.args if not isinstance(arg, ast.Starred)][:2]
+    chosen += [keyword.value for keyword in call.keywords if keyword.arg in _LOSS_OPERAND_KEYWORDS]
+    return chosen[:2]
+
+
+def takes_cpu_targets(qualified: str) -> bool:
+    """`F.ctc_loss`, `nn.CTCLoss`: their targets need not be where the input is."""
+    return qualified in CPU_TARGET_LOSSES or (
+        is_torch_nn_class(qualified) and nn_class_name(qualified) == "CTCLoss"
+    )
+
+
 _LOSS_NAME = re.compile(r"(?:[a-z0-9]+_)*(?:criterion|loss_fn|loss_func|loss_function)", re.I)
 
 DTYPES = frozenset(

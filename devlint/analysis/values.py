@@ -64,6 +64,7 @@ class Value:
     is_loss: bool = False
     scatters: bool = False  # DataParallel and DDP move their inputs themselves
     cpu_weight: Optional[Value] = None  # a loss built with weight= on the CPU
+    cpu_targets: bool = False  # a loss whose targets may stay on the CPU (`nn.CTCLoss`)
     elements: tuple[Value, ...] = ()  # for sequences of known length
     item: Optional[Value] = None  # what iterating it yields, when known
     # What calling a module returned: a tensor for a layer, but a pipeline's images or a model's

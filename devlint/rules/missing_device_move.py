@@ -19,7 +19,12 @@ from devlint.analysis.operations import (
 from devlint.analysis.prefilter import CPU_TENSOR_SOURCE, DEVICE_OR_INPUT_SOURCE
 from devlint.analysis.syntax import call_arguments, dotted_name
 from devlint.analysis.syntax_screen import SyntaxFacts
-from devlint.analysis.torch_api import FUNCTIONAL_LOSSES, looks_like_loss
+from devlint.analysis.torch_api import (
+    FUNCTIONAL_LOSSES,
+    looks_like_loss,
+    loss_operands,
+    takes_cpu_targets,
+)
 from devlint.analysis.values import (
     UNKNOWN,
     Kind,
@@ -111,6 +116,16 @@ class MissingDeviceMove(FlowRule):
     required_patterns = (DEVICE_OR_INPUT_SOURCE, CPU_TENSOR_SOURCE)
 
     VALID = (
+        # CTC's targets may stay on the CPU (cuDNN wants them there), in a helper or not
+        "import torch\nfrom torch import nn\nimport torch.nn.functional as F\n"
+        "def score(net, x, targets, lengths, target_lengths):\n"
+        "    return F.ctc_loss(net(x).log_softmax(-1), targets, lengths, target_lengths)\n"
+        "net = nn.Linear(3, 5).to(device)\ntargets = torch.randint(1, 5, (2, 4))\n"
+        "loss = score(net, torch.randn(6, 2, 3).to(device), targets, [6, 6], [4, 4])",
+        "import torch\nfrom torch import nn\nctc = nn.CTCLoss()\n"
+        "net = nn.Linear(3, 5).to(device)\ntargets = torch.randint(1, 5, (2, 4))\n"
+        "out = net(torch.randn(6, 2, 3).to(device)).log_softmax(-1)\n"
+        "loss = ctc(out, targets, [6, 6], [4, 4])",
         # the helper leaves the first iteration's value alone: its analysis cannot see `t == 0`
         "import torch\ndef step(prev, cur, t):\n    if t == 0:\n        return cur\n"
         "    return prev + cur\ndef smooth(x: torch.Tensor, n):\n    prev = torch.zeros(3)\n"
@@ -614,6 +629,17 @@ class MissingDeviceMove(FlowRule):
             7,
             46,
         ),
+        # `if t: ... else:` of a parameter typed to take None
+        Invalid(
+            "import torch\nfrom torch import nn\nclass Diffusion(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n"
+            "        self.emb = nn.Embedding(10, 4)\n"
+            "    def forward(self, x, t: 'torch.Tensor | None'):\n        if t:\n"
+            "            pass\n        else:\n            t = torch.randint(10, (x.size(0),))\n"
+            "        return x + self.emb(t)",
+            12,
+            29,
+        ),
         # a helper hands its caller's CPU data to the model the caller moved
         Invalid(
             "import torch\nfrom torch import nn\ndef score(net, features):\n"
@@ -622,6 +648,14 @@ class MissingDeviceMove(FlowRule):
             7,
             21,
             "`score` passes it to `net` at line 4, which was moved to `device` at line 5",
+        ),
+        # the target passed by name
+        Invalid(
+            "import torch\nfrom torch import nn\nimport torch.nn.functional as F\n"
+            "net = nn.Linear(3, 2).to(device)\ny = torch.randint(0, 2, (4,)).long()\n"
+            "loss = F.cross_entropy(net(torch.randn(4, 3).to(device)), weight=None, target=y)",
+            6,
+            79,
         ),
         # the labels a helper's loss compares with the output of the model the caller moved
         Invalid(
@@ -769,7 +803,8 @@ class MissingDeviceMove(FlowRule):
         if callee.is_loss and callee.cpu_weight is not None and callee.where is Where.CPU:
             self._check_loss_weight(node, callee, arguments)
         elif self._is_loss(node, callee):
-            self._check_loss(arguments)
+            compared = {id(operand) for operand in loss_operands(node)}
+            self._check_loss([pair for pair in arguments if id(pair[0]) in compared])
         elif callee.where is Where.DEVICE and callee.kind in (Kind.MODULE, Kind.UNKNOWN):
             self._check_module_input(node, callee, arguments)
         elif callee.where is Where.INPUT and callee.kind is Kind.MODULE:
@@ -791,10 +826,13 @@ class MissingDeviceMove(FlowRule):
         self._check_forward_operation(node)
 
     def _is_loss(self, node: ast.Call, callee: Value) -> bool:
+        """A loss that compares its input with its target (not CTC's, which may stay on the
+        CPU)."""
         if callee.is_loss:
-            return True
-        if self.analysis.names.qualified_syntax_name(node.func) in FUNCTIONAL_LOSSES:
-            return True
+            return not callee.cpu_targets
+        qualified = self.analysis.names.qualified_syntax_name(node.func) or ""
+        if qualified in FUNCTIONAL_LOSSES:
+            return not takes_cpu_targets(qualified)
         name = dotted_name(node.func)
         return name is not None and looks_like_loss(name)
 
@@ -974,7 +1012,7 @@ class MissingDeviceMove(FlowRule):
         )
 
     def _check_loss(self, arguments: list[tuple[ast.expr, Value]]) -> None:
-        found = find_mismatch(arguments[:2], proven=True)  # a loss takes tensors
+        found = find_mismatch(arguments, proven=True)  # a loss takes tensors
         if found is None:
             return
         citations = Citations()

@@ -2,9 +2,11 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Collection, Iterator, Mapping, Sequence
-from typing import Callable, Optional, Union
+from typing import Optional, Union
 
+from devlint.analysis.calls import converts_dtype
 from devlint.analysis.contexts import defaults_of
+from devlint.analysis.names import ImportMap
 from devlint.analysis.parameters import TENSOR_TYPES
 from devlint.analysis.prefilter import FORWARD_METHOD, SELF_FACTORY_ASSIGNMENT
 from devlint.analysis.syntax import (
@@ -112,6 +114,11 @@ class TensorAttributeNotBuffer(FlowRule):
         "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
         "    def __init__(self):\n        super().__init__()\n        self.scale = torch.ones(4)\n"
         "    def forward(self, x):\n        return x * self.scale.to(x.device)",
+        # indexed by another plain tensor, both read on the CPU before the move
+        "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.pe = torch.ones(8, 4)\n"
+        "        self.idx = torch.arange(4)\n"
+        "    def forward(self, x):\n        return x + self.pe[self.idx].to(x.device)",
         # wrapped, sliced and moved, with nothing computed before the move
         "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
         "    def __init__(self):\n        super().__init__()\n        self.pe = torch.ones(8, 4)\n"
@@ -160,6 +167,15 @@ class TensorAttributeNotBuffer(FlowRule):
         "        return loss",
     )
     INVALID = (
+        # a dtype conversion keeps the device
+        Invalid(
+            "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n        self.pe = torch.ones(8, 4)\n"
+            "    def forward(self, x):\n"
+            "        return x + nn.Parameter(data=self.pe).to(torch.float16)",
+            6,
+            9,
+        ),
         # the sum runs before the move
         Invalid(
             "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
@@ -301,7 +317,7 @@ class TensorAttributeNotBuffer(FlowRule):
                 continue
             items_are_numbers = self._vector_of_numbers(assignment.value, init)
             use = _first_plain_use(
-                run_by_forward, attribute, self._is_torch_call, items_are_numbers
+                run_by_forward, attribute, self.analysis.names, items_are_numbers
             )
             if use is not None:
                 self.report(
@@ -405,10 +421,6 @@ class TensorAttributeNotBuffer(FlowRule):
         }
         return _a_number(written.elt, numbers | counters)
 
-    def _is_torch_call(self, call: ast.Call) -> bool:
-        qualified = self.analysis.names.qualified_syntax_name(call.func) or ""
-        return qualified.startswith("torch.")
-
 
 def _moved_attributes(init: FunctionNode) -> set[str]:
     """Attributes `__init__` moves itself (`self.x = self.x.to("cuda")`, under a flag or not):
@@ -492,7 +504,7 @@ def _methods_run_by(
 def _first_plain_use(
     run_by_forward: Sequence[FunctionNode],
     attribute: str,
-    is_torch_call: Callable[[ast.Call], bool],
+    names: ImportMap,
     items_are_numbers: bool,
 ) -> Optional[ast.Attribute]:
     """The first read of `self.<attribute>` in ``run_by_forward`` (`forward` first) that does
@@ -502,7 +514,7 @@ def _first_plain_use(
     which PyTorch mixes with tensors on any device, as a number."""
     for function in run_by_forward:
         items = _number_items(function, attribute) if items_are_numbers else set()
-        use = _first_plain_use_in(function, attribute, is_torch_call, items)
+        use = _first_plain_use_in(function, attribute, names, items)
         if use is not None:
             return use
     return None
@@ -580,6 +592,7 @@ def _wrapped_in(moved: ast.expr) -> Iterator[ast.expr]:
     yield moved
     if isinstance(moved, ast.Subscript):
         yield from _wrapped_in(moved.value)
+        yield from _wrapped_in(moved.slice)  # `self.pe[self.idx]`: both read on the CPU
     elif (
         isinstance(moved, ast.Call)
         and isinstance(moved.func, ast.Attribute)
@@ -588,16 +601,17 @@ def _wrapped_in(moved: ast.expr) -> Iterator[ast.expr]:
         yield from _wrapped_in(moved.func.value)
     if (
         isinstance(moved, ast.Call)
-        and moved.args
         and (dotted_name(moved.func) or "").rpartition(".")[2] in _WRAPPERS
     ):
-        yield from _wrapped_in(moved.args[0])
+        wrapped = argument(moved, 0, "data")
+        if wrapped is not None:
+            yield from _wrapped_in(wrapped)
 
 
 def _first_plain_use_in(
     forward: FunctionNode,
     attribute: str,
-    is_torch_call: Callable[[ast.Call], bool],
+    names: ImportMap,
     number_items: Collection[int] = (),
 ) -> Optional[ast.Attribute]:
     nodes = [node for statement in forward.body for node in nodes_below(statement)]
@@ -605,13 +619,16 @@ def _first_plain_use_in(
     adapted = {
         id(moved)
         for node in calls
-        if isinstance(node.func, ast.Attribute) and node.func.attr in _ADAPTING_METHODS
+        if isinstance(node.func, ast.Attribute)
+        and node.func.attr in _ADAPTING_METHODS
+        and not converts_dtype(node, names)
         for moved in _wrapped_in(node.func.value)
     }
     handed_over = {
         id(passed)
         for node in calls
-        if not is_torch_call(node) and not _calls_a_layer(node)
+        if not (names.qualified_syntax_name(node.func) or "").startswith("torch.")
+        and not _calls_a_layer(node)
         for passed in call_arguments(node)
     }
     # `self.x.size()`, and `buffer[i] = self.x` (a copy, which crosses devices), hold no harm.
