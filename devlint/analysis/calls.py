@@ -50,6 +50,7 @@ from devlint.analysis.torch_api import (
     SCALAR_CAPABLE_FACTORIES,
     WRAPPER_MODULES,
     combines_operands,
+    device_compared,
     is_loss_class,
     is_parameterless_class,
     is_torch_nn_class,
@@ -66,6 +67,7 @@ from devlint.analysis.values import (
     Value,
     Where,
     appended,
+    as_compared_by_device,
     combine,
     cpu_loader,
     input_item,
@@ -715,6 +717,14 @@ class CallEvaluator:
             indices = self._where_indices(node, qualified, arguments)
             if indices is not None:
                 return indices
+        asserted = device_compared(node, qualified)
+        if asserted:
+            # inside a helper: the caller's CPU `expected` against a tensor on a device
+            held = _values_of(node, arguments)
+            self._operation(
+                node, [as_compared_by_device(held[id(a)]) for a in asserted if id(a) in held]
+            )
+            return UNKNOWN
         if qualified in FUNCTIONAL_LOSSES:
             compared = [] if takes_cpu_targets(qualified) else _loss_values(node, arguments)
             self._operation(node, compared)
@@ -1111,7 +1121,12 @@ def converts_dtype(call: ast.Call, names: ImportMap) -> bool:
     )
 
 
+def _values_of(node: ast.Call, arguments: Sequence[Value]) -> dict[int, Value]:
+    """Each argument node's value, by the node's identity."""
+    return {id(passed): value for passed, value in zip(call_arguments(node), arguments)}
+
+
 def _loss_values(node: ast.Call, arguments: Sequence[Value]) -> list[Value]:
     """The values of the input and the target a loss call compares (see `loss_operands`)."""
-    held = {id(passed): value for passed, value in zip(call_arguments(node), arguments)}
+    held = _values_of(node, arguments)
     return [held[id(operand)] for operand in loss_operands(node) if id(operand) in held]

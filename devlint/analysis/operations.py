@@ -8,13 +8,13 @@ from dataclasses import dataclass, replace
 from typing import Optional
 
 from devlint.analysis.flow import DeviceFlow
-from devlint.analysis.syntax import keyword_value
-from devlint.analysis.torch_api import OPERAND_METHODS, combines_operands
+from devlint.analysis.torch_api import OPERAND_METHODS, combines_operands, device_compared
 from devlint.analysis.values import (
     Kind,
     Placement,
     Value,
     Where,
+    as_compared_by_device,
     made_by_factory,
     mismatch,
     sequence_items,
@@ -30,8 +30,10 @@ def operands(node: ast.AST, flow: DeviceFlow) -> list[tuple[ast.expr, Value]]:
         parts = [node.target, node.value]
     elif isinstance(node, ast.Compare):
         parts = [node.left, *node.comparators]
-    elif isinstance(node, ast.Call) and _compares_devices(node, flow):
-        return _same_device(node, flow)
+    elif isinstance(node, ast.Call) and (
+        compared := device_compared(node, flow.names.qualified_syntax_name(node.func) or "")
+    ):
+        return _same_device(compared, flow)
     elif isinstance(node, ast.Call) and combines_operands(
         flow.names.qualified_syntax_name(node.func)
     ):
@@ -64,31 +66,10 @@ def iteration_value(flow: DeviceFlow, part: ast.expr) -> Value:
     return first or flow.value_of(part)
 
 
-# Assertions that compare the tensors' devices before their values (`check_device=True`, the
-# default; `assert_allclose` always does).
-_DEVICE_CHECKING_ASSERTIONS = frozenset(
-    {"torch.testing.assert_close", "torch.testing.assert_allclose"}
-)
-
-
-def _compares_devices(node: ast.Call, flow: DeviceFlow) -> bool:
-    if flow.names.qualified_syntax_name(node.func) not in _DEVICE_CHECKING_ASSERTIONS:
-        return False
-    check = keyword_value(node, "check_device")
-    return not (isinstance(check, ast.Constant) and check.value is False)
-
-
-def _same_device(node: ast.Call, flow: DeviceFlow) -> list[tuple[ast.expr, Value]]:
+def _same_device(compared: list[ast.expr], flow: DeviceFlow) -> list[tuple[ast.expr, Value]]:
     """`assert_close(actual, expected)`: a 0-dim CPU tensor fails it as much as any other."""
-    compared = [arg for arg in node.args[:2] if not isinstance(arg, ast.Starred)]
-    for keyword in node.keywords:
-        if keyword.arg in ("actual", "expected"):
-            compared.append(keyword.value)
     pairs = [(part, iteration_value(flow, part)) for part in compared]
-    return [
-        (part, replace(value, scalar=False) if value.kind is Kind.TENSOR else value)
-        for part, value in pairs
-    ]
+    return [(part, as_compared_by_device(value)) for part, value in pairs]
 
 
 def _in_place(pairs: list[tuple[ast.expr, Value]]) -> list[tuple[ast.expr, Value]]:

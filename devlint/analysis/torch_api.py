@@ -198,6 +198,26 @@ def loss_operands(call: ast.Call) -> list[ast.expr]:
     return chosen[:2]
 
 
+# Assertions that compare the tensors' devices before their values (`check_device=True`, the
+# default; `assert_allclose` always does).
+_DEVICE_CHECKING_ASSERTIONS = frozenset(
+    {"torch.testing.assert_close", "torch.testing.assert_allclose"}
+)
+
+
+def device_compared(call: ast.Call, qualified: str) -> list[ast.expr]:
+    """The tensors an assertion requires on one device (`assert_close(actual, expected)`),
+    none where it does not compare devices."""
+    if qualified not in _DEVICE_CHECKING_ASSERTIONS:
+        return []
+    check = next((k.value for k in call.keywords if k.arg == "check_device"), None)
+    if isinstance(check, ast.Constant) and check.value is False:
+        return []
+    compared = [arg for arg in call.args[:2] if not isinstance(arg, ast.Starred)]
+    compared += [k.value for k in call.keywords if k.arg in ("actual", "expected")]
+    return compared
+
+
 def takes_cpu_targets(qualified: str) -> bool:
     """`F.ctc_loss`, `nn.CTCLoss`: their targets need not be where the input is."""
     return qualified in CPU_TARGET_LOSSES or (

@@ -333,6 +333,11 @@ def made_by_factory(value: Value) -> bool:
     return evidence.startswith("created on the CPU by") and "from_numpy" not in evidence
 
 
+def as_compared_by_device(value: Value) -> Value:
+    """A tensor as an assertion that checks devices sees it: a 0-dim one is no scalar there."""
+    return replace(value, scalar=False) if value.kind is Kind.TENSOR else value
+
+
 def cannot_meet(cpu_tensor: Value, partner: Value) -> bool:
     """Whether a CPU tensor cannot meet ``partner`` in one operation: a tensor on a device, or
     on the device a module's or a function's inputs are on. A tensor parameter's device is the

@@ -677,6 +677,15 @@ class MissingDeviceMove(FlowRule):
             7,
             11,
         ),
+        # a helper's `assert_close` compares devices: the caller's 0-dim CPU `expected` fails it
+        Invalid(
+            "import torch\nfrom torch import nn\ndef check(model, x, expected):\n"
+            "    torch.testing.assert_close(model(x).sum(), expected)\n"
+            "net = nn.Linear(4, 2).to(device)\n"
+            "check(net, torch.ones(3, 4).to(device), torch.tensor(1.0))",
+            6,
+            41,
+        ),
         # a plain class's method sees what its construction site passed to `__init__`
         Invalid(
             "import torch\nfrom torch import nn\nclass Evaluator:\n"
