@@ -67,9 +67,12 @@ class NumpyOnDeviceTensor(FlowRule):
     ```
 
     ## Fix safety
-    `.cpu()` is inserted before `.numpy()` (after `.detach()` where there is one):
-    a **safe** fix, since `.cpu()` on a tensor already on the CPU returns it
-    unchanged.
+    `.cpu()` is inserted before `.numpy()` (after `.detach()` where there is one),
+    or after a numpy function's argument: a **safe** fix, since `.cpu()` on a
+    tensor already on the CPU returns it unchanged. A numpy reduction (`np.mean`,
+    `np.sum`, `np.max`, ...) given a tensor calls the tensor's own method with
+    numpy's keywords, which fails on any device: there `.cpu().numpy()` is
+    inserted, so that numpy gets an array.
     """
 
     code = "DEV007"
@@ -406,9 +409,17 @@ class NumpyOnDeviceTensor(FlowRule):
             "import numpy as np\nimport torch\nx = torch.zeros(3).to(device)\nm = np.mean(x)",
             4,
             13,
-            "`numpy.mean` converts it",
+            "`numpy.mean` needs an array in host memory",
             fixed="import numpy as np\nimport torch\nx = torch.zeros(3).to(device)\n"
-            "m = np.mean(x.cpu())",
+            "m = np.mean(x.cpu().numpy())",
+        ),
+        Invalid(
+            "import numpy as np\nimport torch\nx = torch.zeros(3).to(device)\nm = np.exp(x)",
+            4,
+            12,
+            "`numpy.exp` converts it",
+            fixed="import numpy as np\nimport torch\nx = torch.zeros(3).to(device)\n"
+            "m = np.exp(x.cpu())",
         ),
         Invalid(
             "import torch\ndef roc_auc(y_preds: torch.Tensor, y_targets):\n"
@@ -497,17 +508,26 @@ class NumpyOnDeviceTensor(FlowRule):
             name = self.analysis.source_of(argument)
             citations = Citations()
             evidence = _evidence(citations, value)
+            # A reduction calls the tensor's own method with numpy's keywords (`t.mean(axis=
+            # None, ...)`), which fails on any device: it needs the array itself.
+            converted = ".cpu().numpy()" if qualified in _METHOD_REDUCTIONS else ".cpu()"
             fix = None
             if isinstance(argument, (ast.Name, ast.Attribute, ast.Subscript, ast.Call)):
                 fix = RawFix(
                     Applicability.SAFE,
-                    "Insert `.cpu()`",
-                    (NodeEdit.insert_after(argument, ".cpu()"),),
+                    f"Insert `{converted}`",
+                    (NodeEdit.insert_after(argument, converted),),
                 )
+            what = (
+                "needs an array in host memory (given a tensor, it calls the tensor's own method "
+                "with numpy's keywords, which fails on any device)"
+                if qualified in _METHOD_REDUCTIONS
+                else "converts it to an array in host memory"
+            )
             self.report(
                 argument,
-                f"`{name}` may be on a GPU ({evidence}) and `{qualified}` converts it to an "
-                f"array in host memory: call `.cpu()` first: `{_operand(name, argument)}.cpu()`",
+                f"`{name}` may be on a GPU ({evidence}) and `{qualified}` {what}: call "
+                f"`{converted}` first: `{_operand(name, argument)}{converted}`",
                 citations.cited(),
                 fix,
             )
@@ -553,6 +573,12 @@ def _evidence(citations: Citations, value: Value) -> str:
     return f"{cited}, on some paths" if value.where is Where.MAYBE_DEVICE else cited
 
 
+# numpy reductions that, given a tensor, call its method with numpy's keywords
+# (`t.mean(axis=None, dtype=None, out=None)`), which torch refuses: a `TypeError` on any device
+# (checked with numpy 2.4 and torch 2.13).
+_METHOD_REDUCTIONS = frozenset(
+    f"numpy.{name}" for name in "mean sum std var prod max min amax amin any all".split()
+)
 # numpy functions that look at their argument without converting it: a type test, or an
 # attribute read first (`np.shape(t)` returns `t.shape`, `np.ndim(t)` returns `t.ndim`), or
 # the tensor's own method called (`np.squeeze(t)` returns `t.squeeze()`, on its device; the
