@@ -720,13 +720,15 @@ class CallEvaluator:
         asserted = device_compared(node, qualified)
         if asserted:
             # inside a helper: the caller's CPU `expected` against a tensor on a device
-            held = _values_of(node, arguments)
-            self._operation(
-                node, [as_compared_by_device(held[id(a)]) for a in asserted if id(a) in held]
-            )
+            compared = _values_at(node, arguments, asserted)
+            self._operation(node, [as_compared_by_device(value) for value in compared])
             return UNKNOWN
         if qualified in FUNCTIONAL_LOSSES:
-            compared = [] if takes_cpu_targets(qualified) else _loss_values(node, arguments)
+            compared = (
+                []
+                if takes_cpu_targets(qualified)
+                else _values_at(node, arguments, loss_operands(node))
+            )
             self._operation(node, compared)
             result = combine(compared or arguments[:1])
             return (
@@ -824,7 +826,7 @@ class CallEvaluator:
             return UNKNOWN
         if callee.kind is Kind.MODULE and (callee.is_loss or not callee.has_parameters):
             if callee.is_loss and not callee.cpu_targets:
-                self._operation(node, _loss_values(node, arguments))
+                self._operation(node, _values_at(node, arguments, loss_operands(node)))
             result = combine(arguments)
             if result is UNKNOWN:
                 return UNKNOWN
@@ -1121,12 +1123,10 @@ def converts_dtype(call: ast.Call, names: ImportMap) -> bool:
     )
 
 
-def _values_of(node: ast.Call, arguments: Sequence[Value]) -> dict[int, Value]:
-    """Each argument node's value, by the node's identity."""
-    return {id(passed): value for passed, value in zip(call_arguments(node), arguments)}
-
-
-def _loss_values(node: ast.Call, arguments: Sequence[Value]) -> list[Value]:
-    """The values of the input and the target a loss call compares (see `loss_operands`)."""
-    held = _values_of(node, arguments)
-    return [held[id(operand)] for operand in loss_operands(node) if id(operand) in held]
+def _values_at(
+    node: ast.Call, arguments: Sequence[Value], chosen: Sequence[ast.expr]
+) -> list[Value]:
+    """The values of the ``chosen`` arguments of ``node`` (a loss's input and target, an
+    assertion's actual and expected), ``arguments`` being those of all of them in order."""
+    held = {id(passed): value for passed, value in zip(call_arguments(node), arguments)}
+    return [held[id(operand)] for operand in chosen if id(operand) in held]

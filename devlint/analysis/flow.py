@@ -208,10 +208,7 @@ class DeviceFlow(CallContexts):
                     for inner in statement.body
                     if isinstance(inner, _FUNCTION_TYPES)
                 }
-                bases = tuple(
-                    self.names.qualified_syntax_name(base) or dotted_name(base) or ""
-                    for base in statement.bases
-                )
+                bases = self._qualified_bases(statement)
                 self.classes.setdefault(statement.name, ClassFacts(statement, bases, methods))
                 for method in methods.values():
                     self.sibling_methods[method] = methods
@@ -230,10 +227,6 @@ class DeviceFlow(CallContexts):
             if owner is None or id(owner) in top_level or id(owner) in seen:
                 continue
             seen.add(id(owner))
-            bases = tuple(
-                self.names.qualified_syntax_name(base) or dotted_name(base) or ""
-                for base in owner.bases
-            )
             if not any(self._base_is_module(base) for base in owner.bases):
                 continue
             methods = {
@@ -241,7 +234,13 @@ class DeviceFlow(CallContexts):
             }
             for method in methods.values():
                 self.sibling_methods[method] = methods
-            self._nested_modules.append(ClassFacts(owner, bases, methods))
+            self._nested_modules.append(ClassFacts(owner, self._qualified_bases(owner), methods))
+
+    def _qualified_bases(self, node: ast.ClassDef) -> tuple[str, ...]:
+        """A class's bases as the module imports them (else as written)."""
+        return tuple(
+            self.names.qualified_syntax_name(base) or dotted_name(base) or "" for base in node.bases
+        )
 
     def _base_is_module(self, base: ast.expr) -> bool:
         written = dotted_name(base) or ""

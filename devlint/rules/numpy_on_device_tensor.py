@@ -510,7 +510,8 @@ class NumpyOnDeviceTensor(FlowRule):
             evidence = _evidence(citations, value)
             # A reduction calls the tensor's own method with numpy's keywords (`t.mean(axis=
             # None, ...)`), which fails on any device: it needs the array itself.
-            converted = ".cpu().numpy()" if qualified in _METHOD_REDUCTIONS else ".cpu()"
+            reduction = qualified in _METHOD_REDUCTIONS
+            converted = ".cpu().numpy()" if reduction else ".cpu()"
             fix = None
             if isinstance(argument, (ast.Name, ast.Attribute, ast.Subscript, ast.Call)):
                 fix = RawFix(
@@ -521,7 +522,7 @@ class NumpyOnDeviceTensor(FlowRule):
             what = (
                 "needs an array in host memory (given a tensor, it calls the tensor's own method "
                 "with numpy's keywords, which fails on any device)"
-                if qualified in _METHOD_REDUCTIONS
+                if reduction
                 else "converts it to an array in host memory"
             )
             self.report(
