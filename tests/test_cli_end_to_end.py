@@ -94,6 +94,13 @@ EXPECTED: dict[str, list[tuple[int, int, str, str]]] = {
             "DEV005",
             "`sample` is on the CPU (created on the CPU by `torch.randn(...)` at line 42)",
         ),
+        (
+            60,
+            15,
+            "DEV005",
+            "`torch.tensor([y for _, y in dataset])` creates a tensor on the CPU, but `evaluate`, "
+            "called at line 61, combines it with a tensor on `device`",
+        ),
     ],
     "sequence_models.py": [
         (
@@ -122,6 +129,13 @@ EXPECTED: dict[str, list[tuple[int, int, str, str]]] = {
             "DEV005",
             "`positions` is on the CPU (created on the CPU by `torch.arange(...)` at line 69) "
             "but `StepEmbedding.forward` passes it to `self.table` at line 59",
+        ),
+        (
+            81,
+            72,
+            "DEV017",
+            "`lengths` may be on a GPU (computed at line 80 from input `tokens`) and "
+            "`pack_padded_sequence` needs its lengths on the CPU",
         ),
     ],
     "device_tests.py": [
@@ -154,7 +168,7 @@ ALL_FINDINGS = sorted(
     ]
 )
 FIXTURE_CODES = {code for *_, code in ALL_FINDINGS}
-SUMMARY = "Found 29 problems in 12 files (16 files checked)."
+SUMMARY = "Found 31 problems in 12 files (16 files checked)."
 
 
 @pytest.fixture
@@ -245,7 +259,7 @@ def test_statistics_prints_only_the_counts_with_ruffs_fixable_marker(work: Path)
         f"{count:>{width}}\t{code}\t{'[*]' if code in safe else '[ ]'} {RULES_BY_CODE[code].name}"
         for code, count in rows
     ]
-    assert result.stdout.splitlines()[0] == "8\tDEV005\t[ ] missing-device-move"
+    assert result.stdout.splitlines()[0] == "9\tDEV005\t[ ] missing-device-move"
     # With --unsafe-fixes the unsafe fixes count as fixable too.
     unsafe = run_cli("--statistics", "--unsafe-fixes", "fixtures", cwd=work).stdout
     assert "2\tDEV008\t[*] load-without-map-location" in unsafe.splitlines()
@@ -270,7 +284,8 @@ def test_statistics_prints_only_the_counts_with_ruffs_fixable_marker(work: Path)
         ),
         (("--ignore", "DEV001,DEV002"), FIXTURE_CODES - {"DEV001", "DEV002"}),
         (("--ignore", "DEV000"), FIXTURE_CODES - {"DEV000"}),
-        (("--select", "ALL", "--ignore", "DEV00"), {"DEV010"}),  # DEV010 escapes the prefix
+        # DEV010 and DEV017 escape the prefix
+        (("--select", "ALL", "--ignore", "DEV00"), {"DEV010", "DEV017"}),
         (("--select", "DEV008", "--ignore", "DEV000"), {"DEV008"}),
     ],
 )

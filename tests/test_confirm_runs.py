@@ -439,6 +439,8 @@ def test_a_rule_newer_than_the_table_is_confirmed_by_the_device_error_at_its_lin
         ("DEV015", ("TypeError", "device() received an invalid combination of arguments - got "
                     "(NoneType), but expected one of:"), "cpu-host"),
         ("DEV016", ("TypeError", MPS_FLOAT64_MESSAGE), "mps"),
+        ("DEV017", ("RuntimeError", "'lengths' argument should be a 1D CPU int64 tensor, but "
+                    "got 1D cuda:0 Long tensor"), "vgpu"),
     ],
 )  # fmt: skip
 def test_the_accelerator_rules_are_confirmed_by_their_own_errors(

@@ -26,7 +26,7 @@ def facts_of(source: str) -> SyntaxFacts:
 
 
 def test_the_device_flow_rules_screen_and_the_core_rules_do_not() -> None:
-    flow_rules = {"DEV004", "DEV005", "DEV006", "DEV007", "DEV009"}
+    flow_rules = {"DEV004", "DEV005", "DEV006", "DEV007", "DEV009", "DEV017"}
     assert {rule.code for rule in SCREENING_RULES} == flow_rules
 
 

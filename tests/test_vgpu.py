@@ -79,6 +79,13 @@ result["labels_on_cpu"] = error(
     lambda: nn.functional.cross_entropy(torch.ones(2, 3).cuda(), torch.tensor([0, 1]))
 )
 result["second_gpu"] = error(lambda: torch.zeros(2).to("cuda:1"))
+packing = nn.utils.rnn.pack_padded_sequence
+tokens = torch.ones(2, 3, 4, device="cuda")
+result["packed_cuda_lengths"] = error(lambda: packing(tokens, x[:2].long(), batch_first=True))
+packed = packing(tokens, torch.tensor([3, 2]), batch_first=True)
+result["packed_device"] = str(packed.data.device)
+result["packed_batch_sizes"] = packed.batch_sizes.tolist()
+result["packed_lstm"] = str(nn.LSTM(4, 2, batch_first=True).cuda()(packed)[0].data.device)
 result["zero_dim_cpu_scalar"] = error(lambda: x * torch.tensor(2.0))
 result["indexing_with_cpu_index"] = error(lambda: x[torch.tensor([0, 1])])
 result["item"] = (x.sum() * 2).item()
@@ -176,6 +183,16 @@ def test_numpy_on_cuda(vgpu: dict[str, Any]) -> None:
         "TypeError: can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy "
         "the tensor to host memory first."
     )
+
+
+def test_packing_wants_its_lengths_on_the_cpu(vgpu: dict[str, Any]) -> None:
+    assert vgpu["packed_cuda_lengths"] == (
+        "RuntimeError: 'lengths' argument should be a 1D CPU int64 tensor, but got 1D cuda:0 "
+        "Long tensor"
+    )
+    assert vgpu["packed_device"] == "cuda:0"
+    assert vgpu["packed_batch_sizes"] == [2, 2, 1]
+    assert vgpu["packed_lstm"] == "cuda:0"
 
 
 def test_one_gpu_only(vgpu: dict[str, Any]) -> None:

@@ -32,6 +32,7 @@ from devlint.analysis.syntax import (
 )
 from devlint.analysis.torch_api import (
     COMBINING_FUNCTIONS,
+    DEVICE_KEEPING_COLLECTIVES,
     DEVICE_MOVES,
     DTYPES,
     FACTORIES,
@@ -48,6 +49,7 @@ from devlint.analysis.torch_api import (
     PLACEMENT_KEEPING_METHODS,
     REDUCTIONS,
     SCALAR_CAPABLE_FACTORIES,
+    SPLITTING_CONTEXTS,
     WRAPPER_MODULES,
     combines_operands,
     device_compared,
@@ -759,6 +761,9 @@ class CallEvaluator:
             return result
         if qualified in _PASS_THROUGH_CALLS:
             return arguments[0] if arguments else UNKNOWN
+        if qualified in DEVICE_KEEPING_COLLECTIVES and arguments:
+            # (a gather stacks 0-dim tensors into a dimension)
+            return replace(arguments[0], scalar=arguments[0].scalar and "gather" not in qualified)
         return UNKNOWN
 
     def _where_indices(
@@ -887,6 +892,8 @@ class CallEvaluator:
         tensor_like = receiver.kind is Kind.TENSOR or (
             receiver.kind is Kind.UNKNOWN and receiver.where is not Where.UNKNOWN
         )
+        if method in SPLITTING_CONTEXTS and arguments and arguments[0].kind is Kind.TENSOR:
+            return replace(arguments[0], scalar=False)  # (what its `with` binds)
         if method == "nonzero" and receiver.kind is Kind.TENSOR and _as_tuple(node):
             return Value(Kind.SEQUENCE, item=Value(Kind.TENSOR, receiver.placement))
         if tensor_like and method in PLACEMENT_KEEPING_METHODS:

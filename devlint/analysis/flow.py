@@ -72,6 +72,7 @@ from devlint.analysis.syntax import (
 )
 from devlint.analysis.syntax_screen import SyntaxFacts, keeps_modules_on_a_device, syntax_facts
 from devlint.analysis.torch_api import (
+    SPLITTING_CONTEXTS,
     WRAPPER_MODULES,
     derives_from_module,
     is_loss_class,
@@ -504,7 +505,7 @@ class DeviceFlow(CallContexts):
         device = device or (unit.on_module_device and bool(placed))
         device = device or bool(unit.tensor_items)
         cpu = cpu or script[1] or self.facts.cpu_everywhere
-        return device and (cpu or facts.numpy_call)
+        return device and (cpu or facts.host_call)
 
     def _reachable(self, owner: ast.AST) -> tuple[bool, bool]:
         """Whether the code of ``owner``, or of the helpers it calls (and they call), can put
@@ -880,7 +881,8 @@ class DeviceFlow(CallContexts):
             value = self.eval(item.context_expr, env, unit)
             moves_default = moves_default or value.kind is Kind.DEVICE_OBJECT
             if item.optional_vars is not None:
-                self.bind(item.optional_vars, UNKNOWN, env, unit)
+                shared = _splits_its_argument(item.context_expr)
+                self.bind(item.optional_vars, value if shared else UNKNOWN, env, unit)
         unit.default_device_changed += moves_default
         try:
             return self.exec_block(node.body, env, unit) is not None
@@ -1326,3 +1328,12 @@ def _assigned_names(function: FunctionNode) -> set[str]:
             targets = [t.value if isinstance(t, ast.Subscript) else t for t in targets]
             names.update(name for name in map(dotted_name, targets) if name is not None)
     return names
+
+
+def _splits_its_argument(context: ast.expr) -> bool:
+    """`state.split_between_processes(data)`: its `as` target is a share of `data`."""
+    return (
+        isinstance(context, ast.Call)
+        and isinstance(context.func, ast.Attribute)
+        and context.func.attr in SPLITTING_CONTEXTS
+    )

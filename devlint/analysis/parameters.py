@@ -502,3 +502,50 @@ def _takes_sizes(call: ast.Call, names: ImportMap) -> bool:
     if isinstance(call.func, ast.Name) and call.func.id == "range":
         return True
     return names.qualified_syntax_name(call.func) in _SIZE_FACTORIES
+
+
+# Methods that keep a tensor's values where they are, in another form.
+_RESHAPING = frozenset(
+    "long int to type view reshape squeeze flatten contiguous clone detach".split()
+)
+
+
+def passed_through(function: FunctionNode, node: ast.expr, depth: int = 0) -> bool:
+    """Whether ``node`` is a value ``function`` takes from elsewhere and passes on, in another
+    form at most: a parameter, an attribute or an item of something (`batch.lengths`,
+    `lengths.long()`), a name it binds otherwise than by computing it (a loop's, an
+    unpacking's). Not a value it computes (`lengths = mask.sum(1)`)."""
+    node = _unshaped(node)
+    if isinstance(node, (ast.Attribute, ast.Subscript)):
+        return True
+    if not isinstance(node, ast.Name) or depth > 3:
+        return False
+    bound = [statement.value for statement in assignments_of(function, node.id)]
+    if all(_is_name(_unshaped(value), node.id) for value in bound):
+        return True  # never assigned, or only from itself (`lengths = lengths.long()`)
+    return len(bound) == 1 and passed_through(function, bound[0], depth + 1)
+
+
+def assignments_of(function: FunctionNode, name: str) -> list[ast.Assign]:
+    """The statements of ``function`` that assign ``name`` alone with `=`."""
+    return [
+        statement
+        for statement in nodes_below(function)
+        if isinstance(statement, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == name for t in statement.targets)
+    ]
+
+
+def _unshaped(node: ast.expr) -> ast.expr:
+    """``node`` without the methods that only change its form (`lengths.long().view(-1)`)."""
+    while (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in _RESHAPING
+    ):
+        node = node.func.value
+    return node
+
+
+def _is_name(node: ast.expr, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name

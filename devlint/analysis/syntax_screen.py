@@ -43,7 +43,8 @@ class UnitFacts:
     # A factory call without `device=` (or `**kwargs`, which may hold one), `.cpu()`, a "cpu"
     # string.
     cpu_tensor_source: bool = False
-    numpy_call: bool = False  # `.numpy()`
+    # `.numpy()`, a numpy function, `pack_padded_sequence`: a call that needs host memory
+    host_call: bool = False
     discarded_move: bool = False  # a statement that is only `x.to(...)`, `x.cuda()` or `x.cpu()`
     # The names it calls: `helper(...)`, and `self.helper` for a method of its class.
     called: set[str] = field(default_factory=set)
@@ -159,10 +160,20 @@ def _read_call(call: ast.Call, facts: UnitFacts) -> None:
     if isinstance(func, ast.Attribute) and (
         func.attr == "numpy" or _root_name(func) in _NUMPY_NAMES
     ):
-        facts.numpy_call = True  # `.numpy()`, or a numpy function such as `np.mean(t)`
+        facts.host_call = True  # `.numpy()`, or a numpy function such as `np.mean(t)`
+    elif _called_name(func) in _HOST_FUNCTIONS:
+        facts.host_call = True
 
 
 _NUMPY_NAMES = frozenset({"np", "numpy"})
+# Functions that want some of their tensors in host memory (their lengths).
+_HOST_FUNCTIONS = frozenset({"pack_padded_sequence"})
+
+
+def _called_name(func: ast.expr) -> str:
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else ""
 
 
 def _root_name(node: ast.expr) -> str:

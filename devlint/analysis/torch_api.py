@@ -163,6 +163,24 @@ MODULE_BASES = frozenset(
 MODULE_FACTORY_PREFIXES = ("torchvision.models.", "timm.create_model")
 
 
+def _in_modules(modules: tuple[str, ...], names: str) -> frozenset[str]:
+    return frozenset(f"{module}.{name}" for module in modules for name in names.split())
+
+
+# Collectives of the distributed libraries that return their tensor argument reduced, gathered
+# or broadcast, on its device (ignite moves it back where it was; accelerate gathers into
+# tensors made like it). Given a number, ignite returns a number.
+DEVICE_KEEPING_COLLECTIVES = _in_modules(
+    ("ignite.distributed", "ignite.distributed.utils"), "all_reduce all_gather broadcast"
+) | _in_modules(
+    ("accelerate.utils", "accelerate.utils.operations"),
+    "gather reduce broadcast pad_across_processes",
+)
+# Context managers whose `as` target is a share of their argument, where the argument is:
+# accelerate's `with state.split_between_processes(data) as mine:`.
+SPLITTING_CONTEXTS = frozenset({"split_between_processes"})
+
+
 def combines_operands(qualified: str | None) -> bool:
     """A torch function whose tensor arguments must all share one device: a combining function,
     or a functional layer (`F.grid_sample(x, grid)`, `F.linear(x, w)`; its losses are read on

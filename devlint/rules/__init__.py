@@ -15,6 +15,7 @@ from devlint.rules.missing_device_move import MissingDeviceMove
 from devlint.rules.newer_than_torch_floor import NewerThanTorchFloor
 from devlint.rules.numpy_on_device_tensor import NumpyOnDeviceTensor
 from devlint.rules.optimizer_device_move import OptimizerDeviceMove
+from devlint.rules.packed_lengths_on_device import PackedLengthsOnDevice
 from devlint.rules.parse_error import ParseError
 from devlint.rules.tensor_attribute_not_buffer import TensorAttributeNotBuffer
 from devlint.rules.unchecked_current_accelerator import UncheckedCurrentAccelerator
@@ -40,6 +41,7 @@ ALL_RULES: tuple[type[Rule], ...] = (
     UnguardedCudaRuntimeCall,
     UncheckedCurrentAccelerator,
     Float64OnMps,
+    PackedLengthsOnDevice,
     UnusedNoqa,
 )
 RULES_BY_CODE: dict[str, type[Rule]] = {rule.code: rule for rule in ALL_RULES}

@@ -19,7 +19,10 @@ class CrossDeviceOp(FlowRule):
     ## What it does
     Flags an operation whose tensor operands are definitely on different
     devices: `y + x.cpu()` with `y` on CUDA, `torch.cat([a_cuda, b_cpu])`,
-    `a_cuda @ b_cpu`, `total += out` with `total` on the CPU. A CPU operand that
+    `a_cuda @ b_cpu`, `total += out` with `total` on the CPU, `preds ==
+    labels_cpu`. A collective of ignite or accelerate (`idist.all_reduce(t)`,
+    `accelerate.utils.gather(t)`) returns its tensor where it was, and
+    `split_between_processes(data)` shares `data` where it is. A CPU operand that
     a torch factory made (`total = torch.zeros(3)`) is reported at the factory,
     where `device=` goes, once, citing the first operation it meets. In a loop,
     a sum kept on a device but reset on the CPU in a branch (`total =
@@ -146,8 +149,33 @@ class CrossDeviceOp(FlowRule):
         # `.to()` of a dtype variable, and a factory writing into `out=`
         "import torch\nx = torch.rand(3).to(ori_dt)\ny = x - torch.rand(3)",
         "import torch\nx = torch.zeros(3).cuda()\ny = torch.arange(3, out=x.new(3))\nz = x + y",
+        # a comparison with a 0-dim CPU tensor, or with a number; a device with a device
+        "import torch\nx = torch.ones(3).cuda()\nok = (x == torch.tensor(1.0)).all() and x.sum() > 2",
+        "import torch\nx = torch.ones(3).cuda()\nsame = x.device == torch.device('cuda')",
+        # given a number, ignite's collective returns a number
+        "import torch\nimport ignite.distributed as idist\n"
+        "total = idist.all_reduce(3.0)\nassert total == torch.tensor([3.0]).item()",
     )
     INVALID = (
+        # an elementwise comparison; a collective returns its tensor where it was
+        Invalid(
+            "import torch\nimport ignite.distributed as idist\n"
+            "def check_all_reduce(device):\n    t = torch.tensor([1], device=device)\n"
+            "    res = idist.all_reduce(t)\n    assert res == torch.tensor([2])",
+            6,
+            12,
+            "`res` is on `device` (created on `device` at line 4)",
+        ),
+        # accelerate's share of the data, where the data is
+        Invalid(
+            "import torch\nfrom accelerate import PartialState\nstate = PartialState()\n"
+            "data = torch.tensor([[0, 1], [2, 3]]).to(state.device)\n"
+            "with state.split_between_processes(data) as mine:\n"
+            "    assert torch.equal(mine, torch.tensor([0, 1]))",
+            6,
+            12,
+            "`mine` is on `state.device` (moved to `state.device` at line 4)",
+        ),
         # `assert_close` compares devices first: a 0-dim CPU tensor fails it too
         Invalid(
             "import torch\nx = torch.ones(2).cuda()\n"
@@ -294,6 +322,9 @@ class CrossDeviceOp(FlowRule):
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
         self._check(node)
+
+    def visit_Compare(self, node: ast.Compare) -> None:
+        self._check(node)  # an elementwise comparison: `preds == labels`
 
     def visit_Call(self, node: ast.Call) -> None:
         self._check(node)

@@ -73,6 +73,12 @@ _NUMPY = DeviceError(
     "a tensor on a GPU is converted to NumPy without `.cpu()`",
     "can't convert cuda:0 device type tensor to numpy. ...",
 )
+_PACKED_LENGTHS = DeviceError(
+    r"'lengths' argument should be a 1D CPU int64 tensor, but got \d+D (cuda|mps)",
+    VGPU,
+    "`pack_padded_sequence` is given lengths on a GPU",
+    "'lengths' argument should be a 1D CPU int64 tensor, but got 1D cuda:0 Long tensor",
+)
 _ORDINAL = DeviceError(
     r"invalid device ordinal",
     VGPU,
@@ -101,6 +107,7 @@ DEVICE_ERRORS = (
     _NO_DEVICE,
     _SAME_DEVICE,
     _NUMPY,
+    _PACKED_LENGTHS,
     _ORDINAL,
     _CHECKPOINT,
     _MPS_FLOAT64,
@@ -150,6 +157,7 @@ RULES: dict[str, RuleRuntime] = {
     "DEV014": RuleRuntime((CPU_HOST,), _any_of(_NO_CUDA, _NO_ACCELERATOR)),
     "DEV015": RuleRuntime((CPU_HOST,), _any_of(_NO_DEVICE, _NO_ACCELERATOR)),
     "DEV016": RuleRuntime((MPS,), _any_of(_MPS_FLOAT64)),
+    "DEV017": RuleRuntime((VGPU,), _any_of(_PACKED_LENGTHS)),
 }
 NO_RUNTIME_CHECK = frozenset({"DEV000"})  # a file that cannot be parsed cannot run either
 RUNTIME_ERROR_CODE = "DEV900"  # the companion's own findings (``runtime_error``)

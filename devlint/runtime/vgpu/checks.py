@@ -186,6 +186,18 @@ def check_convolution(args: Sequence[Any], is_virtual: Callable[[torch.Tensor], 
         )
 
 
+def check_packed_lengths(args: Sequence[Any], is_virtual: Callable[[torch.Tensor], bool]) -> None:
+    """`_pack_padded_sequence` reads its lengths in host memory (ATen's PackedSequence.cpp)."""
+    lengths = args[1] if len(args) > 1 else None
+    if isinstance(lengths, torch.Tensor) and is_virtual(lengths):
+        kind = _LEGACY_NAMES.get(lengths.dtype, str(lengths.dtype)).removesuffix("Tensor")
+        _fail(
+            "'lengths' argument should be a 1D CPU int64 tensor, but got "
+            f"{lengths.dim()}D {shown.name()} {kind} tensor",
+            [lengths],
+        )
+
+
 def check(
     func: torch._ops.OpOverload,
     args: Sequence[Any],

@@ -223,6 +223,8 @@ def _has_plain_tensor(values: Any) -> bool:
 
 
 def dispatch(func: torch._ops.OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    if func._schema.name == "aten::_pack_padded_sequence":
+        checks.check_packed_lengths(args, is_virtual)  # (its lengths are read on the host)
     mixed = _has_plain_tensor(args) or _has_plain_tensor(kwargs.values())
     if mixed and checks.check(func, args, kwargs, is_virtual) is Check.COMPOSITE:
         return _run_composite(func, args, kwargs)
