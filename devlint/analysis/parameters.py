@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ast
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Iterator
 from pathlib import PurePath
 from typing import Optional, Union
 
@@ -122,11 +122,16 @@ def list_parameters(function: FunctionNode) -> frozenset[str]:
 
 def names_used_as_tensors(function: FunctionNode) -> set[str]:
     """Names in ``function``'s own code that are used the way only a tensor is used, before
-    anything is assigned to them (`img = torch.from_numpy(img)` makes a new tensor of an array)."""
+    anything is assigned to them (`img = torch.from_numpy(img)` makes a new tensor of an array)
+    but the name itself in another form (`weight = weight.view(torch.int16)`)."""
     first_store: dict[str, int] = {}
     uses: list[tuple[str, int]] = []
-    for node in nodes_below(function):
+    nodes = list(nodes_below(function))
+    reshaped = {id(target) for target in _self_rebinding_targets(nodes)}
+    for node in nodes:
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            if id(node) in reshaped:
+                continue
             line = first_store.get(node.id, node.lineno)
             first_store[node.id] = min(line, node.lineno)
         elif (
@@ -524,6 +529,16 @@ def passed_through(function: FunctionNode, node: ast.expr, depth: int = 0) -> bo
     if all(_is_name(_unshaped(value), node.id) for value in bound):
         return True  # never assigned, or only from itself (`lengths = lengths.long()`)
     return len(bound) == 1 and passed_through(function, bound[0], depth + 1)
+
+
+def _self_rebinding_targets(nodes: Iterable[ast.AST]) -> Iterator[ast.Name]:
+    """The targets of `x = x.view(...)`, `x = x.long()`: the same values, in another form."""
+    for node in nodes:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            shaped = isinstance(node.value, ast.Call) and _unshaped(node.value)
+            if isinstance(target, ast.Name) and shaped and _is_name(shaped, target.id):
+                yield target
 
 
 def assignments_of(function: FunctionNode, name: str) -> list[ast.Assign]:
