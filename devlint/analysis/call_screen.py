@@ -19,7 +19,13 @@ from dataclasses import dataclass, field
 from typing import Union, cast
 
 from devlint.analysis.devices import ORDINAL_STRING
-from devlint.analysis.syntax import cuda_literal, dotted_name, keyword_value, nodes_below
+from devlint.analysis.syntax import (
+    cuda_literal,
+    dotted_name,
+    keyword_value,
+    last_name,
+    nodes_below,
+)
 from devlint.analysis.torch_api import DEVICE_MOVES
 
 # Where a call may take a device: its first two arguments and these keywords.
@@ -103,7 +109,7 @@ class _Reading:
 
     def read_call(self, call: ast.Call) -> None:
         func = call.func
-        last = _last_name(func)
+        last = last_name(func)
         if type(func) is ast.Attribute:
             self.methods.add(last)
             if last in DEVICE_MOVES:
@@ -174,12 +180,6 @@ class _Reading:
             or not resolved(self.ordinal_callees).isdisjoint(_DEVICE_CALLS),
             mps_device=self.mps,
         )
-
-
-def _last_name(node: ast.expr) -> str:
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return node.id if isinstance(node, ast.Name) else ""
 
 
 def _device_arguments(call: ast.Call) -> list[ast.expr]:

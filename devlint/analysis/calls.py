@@ -49,7 +49,6 @@ from devlint.analysis.torch_api import (
     PLACEMENT_KEEPING_METHODS,
     REDUCTIONS,
     SCALAR_CAPABLE_FACTORIES,
-    SPLITTING_CONTEXTS,
     WRAPPER_MODULES,
     combines_operands,
     device_compared,
@@ -892,8 +891,6 @@ class CallEvaluator:
         tensor_like = receiver.kind is Kind.TENSOR or (
             receiver.kind is Kind.UNKNOWN and receiver.where is not Where.UNKNOWN
         )
-        if method in SPLITTING_CONTEXTS and arguments and arguments[0].kind is Kind.TENSOR:
-            return replace(arguments[0], scalar=False)  # (what its `with` binds)
         if method == "nonzero" and receiver.kind is Kind.TENSOR and _as_tuple(node):
             return Value(Kind.SEQUENCE, item=Value(Kind.TENSOR, receiver.placement))
         if tensor_like and method in PLACEMENT_KEEPING_METHODS:

@@ -881,13 +881,27 @@ class DeviceFlow(CallContexts):
             value = self.eval(item.context_expr, env, unit)
             moves_default = moves_default or value.kind is Kind.DEVICE_OBJECT
             if item.optional_vars is not None:
-                shared = _splits_its_argument(item.context_expr)
-                self.bind(item.optional_vars, value if shared else UNKNOWN, env, unit)
+                share = self._share_of(item.context_expr, env, unit)
+                self.bind(item.optional_vars, share, env, unit)
         unit.default_device_changed += moves_default
         try:
             return self.exec_block(node.body, env, unit) is not None
         finally:
             unit.default_device_changed -= moves_default
+
+    def _share_of(self, context: ast.expr, env: Env, unit: Unit) -> Value:
+        """What `with state.split_between_processes(data) as mine:` binds: a share of `data`,
+        where `data` is (nothing known of other context managers)."""
+        if not (
+            isinstance(context, ast.Call)
+            and isinstance(context.func, ast.Attribute)
+            and context.func.attr in SPLITTING_CONTEXTS
+            and context.args
+            and isinstance(context.args[0], (ast.Name, ast.Attribute))
+        ):
+            return UNKNOWN
+        shared = self.eval(context.args[0], env, unit)
+        return replace(shared, scalar=False) if shared.kind is Kind.TENSOR else UNKNOWN
 
     def _exec_try(self, node: ast.Try, env: Env, unit: Unit) -> bool:
         body_env = dict(env)
@@ -1328,12 +1342,3 @@ def _assigned_names(function: FunctionNode) -> set[str]:
             targets = [t.value if isinstance(t, ast.Subscript) else t for t in targets]
             names.update(name for name in map(dotted_name, targets) if name is not None)
     return names
-
-
-def _splits_its_argument(context: ast.expr) -> bool:
-    """`state.split_between_processes(data)`: its `as` target is a share of `data`."""
-    return (
-        isinstance(context, ast.Call)
-        and isinstance(context.func, ast.Attribute)
-        and context.func.attr in SPLITTING_CONTEXTS
-    )

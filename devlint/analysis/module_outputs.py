@@ -15,8 +15,13 @@ from collections.abc import Callable, Iterator
 from typing import Optional
 
 from devlint.analysis.parameters import TENSOR_ONLY_ATTRIBUTES
-from devlint.analysis.summaries import own_nodes
-from devlint.analysis.syntax import dotted_name, keyword_value, nodes_below, self_attribute
+from devlint.analysis.syntax import (
+    dotted_name,
+    keyword_value,
+    nodes_below,
+    own_nodes,
+    self_attribute,
+)
 from devlint.analysis.torch_api import (
     WRAPPER_MODULES,
     is_torch_nn_class,

@@ -25,6 +25,7 @@ from typing import Optional, Union
 from devlint.analysis.contexts import defaults_of
 from devlint.analysis.names import ImportMap
 from devlint.analysis.syntax import dotted_name, nodes_below
+from devlint.analysis.torch_api import DEVICE_MOVES, PLACEMENT_KEEPING_METHODS
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 
@@ -122,8 +123,8 @@ def list_parameters(function: FunctionNode) -> frozenset[str]:
 
 def names_used_as_tensors(function: FunctionNode) -> set[str]:
     """Names in ``function``'s own code that are used the way only a tensor is used, before
-    anything is assigned to them (`img = torch.from_numpy(img)` makes a new tensor of an array)
-    but the name itself in another form (`weight = weight.view(torch.int16)`)."""
+    anything is assigned to them (`img = torch.from_numpy(img)` makes a new tensor of an array).
+    The name itself in another form (`weight = weight.view(torch.int16)`) is no new value."""
     first_store: dict[str, int] = {}
     uses: list[tuple[str, int]] = []
     nodes = list(nodes_below(function))
@@ -509,58 +510,28 @@ def _takes_sizes(call: ast.Call, names: ImportMap) -> bool:
     return names.qualified_syntax_name(call.func) in _SIZE_FACTORIES
 
 
-# Methods that keep a tensor's values where they are, in another form.
-_RESHAPING = frozenset(
-    "long int to type view reshape squeeze flatten contiguous clone detach".split()
-)
-
-
-def passed_through(function: FunctionNode, node: ast.expr, depth: int = 0) -> bool:
-    """Whether ``node`` is a value ``function`` takes from elsewhere and passes on, in another
-    form at most: a parameter, an attribute or an item of something (`batch.lengths`,
-    `lengths.long()`), a name it binds otherwise than by computing it (a loop's, an
-    unpacking's). Not a value it computes (`lengths = mask.sum(1)`)."""
-    node = _unshaped(node)
-    if isinstance(node, (ast.Attribute, ast.Subscript)):
-        return True
-    if not isinstance(node, ast.Name) or depth > 3:
-        return False
-    bound = [statement.value for statement in assignments_of(function, node.id)]
-    if all(_is_name(_unshaped(value), node.id) for value in bound):
-        return True  # never assigned, or only from itself (`lengths = lengths.long()`)
-    return len(bound) == 1 and passed_through(function, bound[0], depth + 1)
+# Methods that return a tensor of a tensor, an array of an array: the value in another form.
+_REFORMING = PLACEMENT_KEEPING_METHODS | DEVICE_MOVES | {"type"}
 
 
 def _self_rebinding_targets(nodes: Iterable[ast.AST]) -> Iterator[ast.Name]:
-    """The targets of `x = x.view(...)`, `x = x.long()`: the same values, in another form."""
+    """The targets of `x = x.view(...)`, `x = x.float()`: the same values, in another form."""
     for node in nodes:
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
-            shaped = isinstance(node.value, ast.Call) and _unshaped(node.value)
-            if isinstance(target, ast.Name) and shaped and _is_name(shaped, target.id):
+            if isinstance(target, ast.Name) and _reforms(node.value, target.id):
                 yield target
 
 
-def assignments_of(function: FunctionNode, name: str) -> list[ast.Assign]:
-    """The statements of ``function`` that assign ``name`` alone with `=`."""
-    return [
-        statement
-        for statement in nodes_below(function)
-        if isinstance(statement, ast.Assign)
-        and any(isinstance(t, ast.Name) and t.id == name for t in statement.targets)
-    ]
-
-
-def _unshaped(node: ast.expr) -> ast.expr:
-    """``node`` without the methods that only change its form (`lengths.long().view(-1)`)."""
+def _reforms(value: ast.expr, name: str) -> bool:
+    """Whether ``value`` is `name` through methods that only change its form
+    (`weight.flatten().float()`)."""
+    if not isinstance(value, ast.Call):
+        return False
     while (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr in _RESHAPING
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr in _REFORMING
     ):
-        node = node.func.value
-    return node
-
-
-def _is_name(node: ast.expr, name: str) -> bool:
-    return isinstance(node, ast.Name) and node.id == name
+        value = value.func.value
+    return isinstance(value, ast.Name) and value.id == name

@@ -29,7 +29,11 @@ from typing import Any, Optional
 
 from devlint.analysis.contexts import none_defaulted
 from devlint.analysis.parameters import FunctionNode, module_tensors_set_in
-from devlint.analysis.syntax import CHILD_FIELDS, child_fields, dotted_name, keyword_value
+from devlint.analysis.syntax import (
+    dotted_name,
+    keyword_value,
+    own_nodes,
+)
 from devlint.analysis.torch_api import (
     COMBINING_FUNCTIONS,
     DEVICE_MOVES,
@@ -564,28 +568,6 @@ def _may_be_functional(function: ast.expr) -> bool:
         and isinstance(function.value, (ast.Name, ast.Attribute))
         and not (isinstance(function.value, ast.Name) and function.value.id == "self")
     )
-
-
-def own_nodes(function: FunctionNode) -> Iterator[ast.AST]:
-    """The nodes of a function's body, not those of functions or classes nested in it."""
-    pending: list[ast.AST] = list(function.body)
-    known = CHILD_FIELDS
-    while pending:
-        node = pending.pop()
-        yield node
-        kind = type(node)
-        fields = known[kind] if kind in known else child_fields(kind)
-        for field in fields or ():
-            value = getattr(node, field)
-            children = value if type(value) is list else (value,)
-            pending.extend(
-                child
-                for child in children
-                if isinstance(child, ast.AST) and not isinstance(child, _NESTED_SCOPES)
-            )
-
-
-_NESTED_SCOPES = (*_FUNCTIONS, ast.ClassDef, ast.Lambda)
 
 
 def summarise(tree: ast.Module) -> Summary:

@@ -30,7 +30,13 @@ from devlint.analysis.parameters import (
     tensor_parameters,
 )
 from devlint.analysis.prefilter import LOADER_NAME
-from devlint.analysis.syntax import CHILD_FIELDS, child_fields, has_arguments, nodes_below
+from devlint.analysis.syntax import (
+    CHILD_FIELDS,
+    child_fields,
+    has_arguments,
+    last_name,
+    nodes_below,
+)
 from devlint.analysis.torch_api import DEVICE_MOVES, FACTORY_NAMES
 
 
@@ -161,19 +167,13 @@ def _read_call(call: ast.Call, facts: UnitFacts) -> None:
         func.attr == "numpy" or _root_name(func) in _NUMPY_NAMES
     ):
         facts.host_call = True  # `.numpy()`, or a numpy function such as `np.mean(t)`
-    elif _called_name(func) in _HOST_FUNCTIONS:
+    elif last_name(func) in _HOST_FUNCTIONS:
         facts.host_call = True
 
 
 _NUMPY_NAMES = frozenset({"np", "numpy"})
 # Functions that want some of their tensors in host memory (their lengths).
 _HOST_FUNCTIONS = frozenset({"pack_padded_sequence"})
-
-
-def _called_name(func: ast.expr) -> str:
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return func.id if isinstance(func, ast.Name) else ""
 
 
 def _root_name(node: ast.expr) -> str:

@@ -168,8 +168,8 @@ def _in_modules(modules: tuple[str, ...], names: str) -> frozenset[str]:
 
 
 # Collectives of the distributed libraries that return their tensor argument reduced, gathered
-# or broadcast, on its device (ignite moves it back where it was; accelerate gathers into
-# tensors made like it). Given a number, ignite returns a number.
+# or broadcast, on its device (ignite moves it back where it was; accelerate works on the
+# process's device, where the tensor already is). Given a number, ignite returns a number.
 DEVICE_KEEPING_COLLECTIVES = _in_modules(
     ("ignite.distributed", "ignite.distributed.utils"), "all_reduce all_gather broadcast"
 ) | _in_modules(

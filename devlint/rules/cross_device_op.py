@@ -14,6 +14,9 @@ if TYPE_CHECKING:
     from devlint.flow_context import FlowContext
 
 
+_ELEMENTWISE = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+
+
 class CrossDeviceOp(FlowRule):
     """
     ## What it does
@@ -149,12 +152,14 @@ class CrossDeviceOp(FlowRule):
         # `.to()` of a dtype variable, and a factory writing into `out=`
         "import torch\nx = torch.rand(3).to(ori_dt)\ny = x - torch.rand(3)",
         "import torch\nx = torch.zeros(3).cuda()\ny = torch.arange(3, out=x.new(3))\nz = x + y",
-        # a comparison with a 0-dim CPU tensor, or with a number; a device with a device
+        # a comparison with a 0-dim CPU tensor, or with a number; a device with a device;
+        # identity, which compares no elements
         "import torch\nx = torch.ones(3).cuda()\nok = (x == torch.tensor(1.0)).all() and x.sum() > 2",
+        "import torch\nx = torch.ones(3).cuda()\nsame = x is torch.ones(3) or x is not x.cpu()",
         "import torch\nx = torch.ones(3).cuda()\nsame = x.device == torch.device('cuda')",
         # given a number, ignite's collective returns a number
         "import torch\nimport ignite.distributed as idist\n"
-        "total = idist.all_reduce(3.0)\nassert total == torch.tensor([3.0]).item()",
+        "total = idist.all_reduce(3.0)\nassert total == torch.tensor([3.0])",
     )
     INVALID = (
         # an elementwise comparison; a collective returns its tensor where it was
@@ -324,7 +329,9 @@ class CrossDeviceOp(FlowRule):
         self._check(node)
 
     def visit_Compare(self, node: ast.Compare) -> None:
-        self._check(node)  # an elementwise comparison: `preds == labels`
+        # an elementwise comparison (`preds == labels`); not `is`, nor a chain's far operands
+        if len(node.ops) == 1 and isinstance(node.ops[0], _ELEMENTWISE):
+            self._check(node)
 
     def visit_Call(self, node: ast.Call) -> None:
         self._check(node)

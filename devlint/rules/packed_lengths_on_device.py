@@ -1,24 +1,19 @@
 from __future__ import annotations
 
 import ast
+from typing import Optional
 
 from devlint.analysis.advice import enclosing_function
+from devlint.analysis.derivation import latest_assignment, root_name
 from devlint.analysis.operations import Citations
-from devlint.analysis.parameters import assignments_of, passed_through
 from devlint.analysis.syntax import argument
 from devlint.analysis.syntax_screen import SyntaxFacts
-from devlint.analysis.values import Kind, Value, Where
+from devlint.analysis.values import Kind, Where
 from devlint.context import NodeEdit, RawFix
 from devlint.diagnostics import Applicability
 from devlint.rules.base import FlowRule, Invalid
 
-_PACKING = frozenset(
-    {
-        "torch.nn.utils.rnn.pack_padded_sequence",
-        "torch.nn.utils.rnn.pack_sequence",  # (its lengths are Python numbers: never flagged)
-    }
-)
-_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_PACKING = "torch.nn.utils.rnn.pack_padded_sequence"
 
 
 class PackedLengthsOnDevice(FlowRule):
@@ -26,12 +21,12 @@ class PackedLengthsOnDevice(FlowRule):
     ## What it does
     Flags `pack_padded_sequence(x, lengths)` where `lengths` is a tensor that may
     be on a GPU: moved there with `.to(device)` or `.cuda()`, or computed in the
-    function from a tensor on the caller's device (`lengths =
-    tokens.ne(pad).sum(1)` in `forward`, where `tokens` are the module's input).
+    function from the very tensor it packs, on the caller's device (`lengths =
+    tokens.ne(pad).sum(1)` beside `self.embed(tokens)` in `forward`).
 
-    A `lengths` that the function only passes on (a parameter, `batch.lengths`,
-    `lengths.long()`) is not flagged: callers keep lengths on the CPU on
-    purpose, for this very call.
+    Lengths that derive from anything else (a parameter, `batch.lengths`,
+    `lengths.long().clamp(min=1)`, another tensor's count) are not flagged:
+    callers keep lengths on the CPU on purpose, for this very call.
 
     ## Why is this bad?
     Since PyTorch 1.7, `pack_padded_sequence` takes its lengths as a 1-D CPU
@@ -78,6 +73,21 @@ class PackedLengthsOnDevice(FlowRule):
         "class Encoder(nn.Module):\n    def forward(self, batch):\n"
         "        x, lengths = batch\n"
         "        return pack_padded_sequence(x.float(), lengths, batch_first=True)",
+        # derived from the caller's lengths, in two steps, or edited
+        "import torch\nfrom torch import nn\nfrom torch.nn.utils.rnn import pack_padded_sequence\n"
+        "class Encoder(nn.Module):\n    def forward(self, x, lens):\n"
+        "        lengths = lens\n        lengths = lengths.long().clamp(min=1)\n"
+        "        return pack_padded_sequence(x, lengths, batch_first=True)",
+        # a count of another tensor of the caller's, which may live elsewhere
+        "import torch\nfrom torch.nn.utils import rnn\n"
+        "def encode(lstm, embedded: torch.Tensor, mask: torch.Tensor):\n"
+        "    return lstm(rnn.pack_padded_sequence(embedded, mask.sum(-1), batch_first=True))",
+        # the data cut to the caller's lengths; a nested function's own `lengths`
+        "import torch\nfrom torch import nn\nfrom torch.nn.utils.rnn import pack_padded_sequence\n"
+        "class Encoder(nn.Module):\n    def forward(self, x, lengths):\n"
+        "        def count(mask):\n            lengths = mask.sum(1)\n            return lengths\n"
+        "        x = x[:, : lengths.max()]\n"
+        "        return pack_padded_sequence(x, lengths, batch_first=True)",
         # moved to the CPU first
         "import torch\nfrom torch import nn\nfrom torch.nn.utils.rnn import pack_padded_sequence\n"
         "class Encoder(nn.Module):\n    def forward(self, x):\n"
@@ -114,14 +124,20 @@ class PackedLengthsOnDevice(FlowRule):
             55,
             "moved to `device` at line 4",
         ),
-        # a mask's count, computed in the function from a tensor of its caller's
+        # computed on the spot from what is packed
         Invalid(
             "import torch\nfrom torch.nn.utils import rnn\n"
-            "def encode(lstm, embedded: torch.Tensor, mask: torch.Tensor):\n"
-            "    return lstm(rnn.pack_padded_sequence(embedded, mask.sum(-1), batch_first=True))",
-            4,
+            "def encode(lstm, embedded: torch.Tensor):\n"
+            "    used = embedded.abs().sum(-1) > 0\n"
+            "    return lstm(rnn.pack_padded_sequence(embedded, used.sum(-1), batch_first=True))",
+            5,
             52,
-            "parameter `mask`",
+            "`used.sum(-1)` may be on a GPU (computed at line 5 from parameter `embedded`)",
+            fixed="import torch\nfrom torch.nn.utils import rnn\n"
+            "def encode(lstm, embedded: torch.Tensor):\n"
+            "    used = embedded.abs().sum(-1) > 0\n"
+            "    return lstm(rnn.pack_padded_sequence(embedded, used.sum(-1).cpu(), "
+            "batch_first=True))",
         ),
     )
 
@@ -131,23 +147,27 @@ class PackedLengthsOnDevice(FlowRule):
 
     def visit_Call(self, node: ast.Call) -> None:
         qualified = self.analysis.names.qualified_syntax_name(node.func) or ""
-        if qualified not in _PACKING:
-            return
+        data = argument(node, 0, "input")
         lengths = argument(node, 1, "lengths")
-        if lengths is None:
+        if qualified != _PACKING or data is None or lengths is None:
             return
         value = self.analysis.flow.value_of(lengths)
-        if not self._may_be_on_gpu(value, lengths):
+        if value.kind is not Kind.TENSOR:
             return
-        name = self.analysis.source_of(lengths)
         citations = Citations()
         evidence = citations.of(value.placement)
         if value.where is Where.MAYBE_DEVICE:
             evidence += ", on some paths"
-        computed = self._computed_at(lengths)
-        if value.where is Where.INPUT and computed is not None:
+        elif value.where is Where.INPUT:
+            computed = self._computed_beside(data, lengths)
+            if computed is None:
+                return
             evidence = f"computed at line {citations.line_of(computed)} from {evidence}"
-        operand = name if isinstance(lengths, (ast.Name, ast.Attribute, ast.Call)) else f"({name})"
+        elif value.where is not Where.DEVICE:
+            return
+        name = self.analysis.source_of(lengths)
+        simple = isinstance(lengths, (ast.Name, ast.Attribute, ast.Call, ast.Subscript))
+        operand = name if simple else f"({name})"
         self.report(
             lengths,
             f"`{name}` may be on a GPU ({evidence}) and `pack_padded_sequence` needs its "
@@ -158,7 +178,7 @@ class PackedLengthsOnDevice(FlowRule):
                 Applicability.SAFE,
                 "Insert `.cpu()`",
                 (NodeEdit.insert_after(lengths, ".cpu()"),)
-                if operand == name
+                if simple
                 else (
                     NodeEdit.insert_before(lengths, "("),
                     NodeEdit.insert_after(lengths, ").cpu()"),
@@ -166,22 +186,17 @@ class PackedLengthsOnDevice(FlowRule):
             ),
         )
 
-    def _computed_at(self, lengths: ast.expr) -> ast.Assign | None:
-        """The one assignment of the function that binds ``lengths``, a name."""
+    def _computed_beside(self, data: ast.expr, lengths: ast.expr) -> Optional[ast.AST]:
+        """Where the function computes ``lengths`` from the tensor it packs (`tokens.ne(0)
+        .sum(1)` beside `self.embed(tokens)`): the lengths' assignment, or the lengths
+        themselves. None where they derive from anything else (the caller's own lengths)."""
         function = enclosing_function(self.analysis.tree, lengths)
-        if not isinstance(lengths, ast.Name) or not isinstance(function, _FUNCTIONS):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return None
-        bound = assignments_of(function, lengths.id)
-        return bound[0] if len(bound) == 1 else None
-
-    def _may_be_on_gpu(self, value: Value, lengths: ast.expr) -> bool:
-        """Moved to a device, or computed here from a tensor on the caller's device: lengths
-        the function only passes on are where its caller chose to keep them."""
-        if value.kind is not Kind.TENSOR:
-            return False
-        if value.where in (Where.DEVICE, Where.MAYBE_DEVICE):
-            return True
-        if value.where is not Where.INPUT:
-            return False
-        function = enclosing_function(self.analysis.tree, lengths)
-        return isinstance(function, _FUNCTIONS) and not passed_through(function, lengths)
+        names = self.analysis.names
+        root = root_name(function, lengths, names)
+        if root is None or root != root_name(function, data, names):
+            return None
+        if isinstance(lengths, ast.Name):
+            return latest_assignment(function, lengths)
+        return lengths

@@ -222,8 +222,11 @@ def _has_plain_tensor(values: Any) -> bool:
     return False
 
 
+_PACK_PADDED = torch.ops.aten._pack_padded_sequence.default
+
+
 def dispatch(func: torch._ops.OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    if func._schema.name == "aten::_pack_padded_sequence":
+    if func is _PACK_PADDED:
         checks.check_packed_lengths(args, is_virtual)  # (its lengths are read on the host)
     mixed = _has_plain_tensor(args) or _has_plain_tensor(kwargs.values())
     if mixed and checks.check(func, args, kwargs, is_virtual) is Check.COMPOSITE:
