@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import ast
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable
 from pathlib import PurePath
 from typing import Optional, Union
 
 from devlint.analysis.contexts import defaults_of
 from devlint.analysis.names import ImportMap
 from devlint.analysis.syntax import dotted_name, nodes_below
-from devlint.analysis.torch_api import DEVICE_MOVES, PLACEMENT_KEEPING_METHODS
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 
@@ -123,16 +122,11 @@ def list_parameters(function: FunctionNode) -> frozenset[str]:
 
 def names_used_as_tensors(function: FunctionNode) -> set[str]:
     """Names in ``function``'s own code that are used the way only a tensor is used, before
-    anything is assigned to them (`img = torch.from_numpy(img)` makes a new tensor of an array).
-    The name itself in another form (`weight = weight.view(torch.int16)`) is no new value."""
+    anything is assigned to them (`img = torch.from_numpy(img)` makes a new tensor of an array)."""
     first_store: dict[str, int] = {}
     uses: list[tuple[str, int]] = []
-    nodes = list(nodes_below(function))
-    reshaped = {id(target) for target in _self_rebinding_targets(nodes)}
-    for node in nodes:
+    for node in nodes_below(function):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            if id(node) in reshaped:
-                continue
             line = first_store.get(node.id, node.lineno)
             first_store[node.id] = min(line, node.lineno)
         elif (
@@ -508,30 +502,3 @@ def _takes_sizes(call: ast.Call, names: ImportMap) -> bool:
     if isinstance(call.func, ast.Name) and call.func.id == "range":
         return True
     return names.qualified_syntax_name(call.func) in _SIZE_FACTORIES
-
-
-# Methods that return a tensor of a tensor, an array of an array: the value in another form.
-_REFORMING = PLACEMENT_KEEPING_METHODS | DEVICE_MOVES | {"type"}
-
-
-def _self_rebinding_targets(nodes: Iterable[ast.AST]) -> Iterator[ast.Name]:
-    """The targets of `x = x.view(...)`, `x = x.float()`: the same values, in another form."""
-    for node in nodes:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target = node.targets[0]
-            if isinstance(target, ast.Name) and _reforms(node.value, target.id):
-                yield target
-
-
-def _reforms(value: ast.expr, name: str) -> bool:
-    """Whether ``value`` is `name` through methods that only change its form
-    (`weight.flatten().float()`)."""
-    if not isinstance(value, ast.Call):
-        return False
-    while (
-        isinstance(value, ast.Call)
-        and isinstance(value.func, ast.Attribute)
-        and value.func.attr in _REFORMING
-    ):
-        value = value.func.value
-    return isinstance(value, ast.Name) and value.id == name

@@ -382,15 +382,6 @@ class NumpyOnDeviceTensor(FlowRule):
             5,
             "(moved with `.cuda()` to `cuda` at line 4, on some paths)",
         ),
-        # a parameter used as a tensor after it is rebound in another form of itself
-        Invalid(
-            "import torch\ndef offload(weight):\n    if weight.dtype == torch.bfloat16:\n"
-            "        weight = weight.view(torch.int16)\n    return weight.numpy()\n"
-            "def run(model, device):\n    model.to(device)",
-            5,
-            12,
-            "(parameter `weight`)",
-        ),
         # a typed API: its caller's tensors, wherever they live (a metric on a GPU)
         Invalid(
             "from torch import Tensor\ndef score(preds: Tensor) -> float:\n"
