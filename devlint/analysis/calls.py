@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Optional, Union
 
 from devlint.analysis.contexts import argument_node
+from devlint.analysis.derivation import latest_assignment
 from devlint.analysis.imported import followed_argument, imported_attribute, imported_value
 from devlint.analysis.loops import (
     LoopFrame,
@@ -153,6 +154,16 @@ def _is_ellipsis(index: ast.expr) -> bool:
 def _adds_or_keeps_axes(index: ast.expr) -> bool:
     """`None` (a new axis) and `...` in an index keep a tensor's dimensions, as a slice does."""
     return type(index) is ast.Constant and (index.value is None or index.value is Ellipsis)
+
+
+def _lists_indices(index: ast.expr, function: Optional[FunctionNode]) -> bool:
+    """`[0, 2]`, or a name the function last bound to a list (`dims = [None] * n`)."""
+    if isinstance(index, ast.Name) and function is not None:
+        latest = latest_assignment(function, index)
+        index = latest.value if latest is not None and latest.value is not None else index
+    if isinstance(index, ast.BinOp) and isinstance(index.op, ast.Mult):
+        return isinstance(index.left, ast.List) or isinstance(index.right, ast.List)
+    return isinstance(index, (ast.List, ast.ListComp))
 
 
 # Factories whose first argument (or `size=`) is the shape: `torch.zeros(())` is 0-dim.
@@ -463,6 +474,8 @@ class CallEvaluator:
             else:
                 slices_only = False
                 self.eval(inner, env, unit)
+                # A list index (`t[[0, 2]]`, `t[[None] * n]`) leaves a dimension.
+                keeps_an_axis = keeps_an_axis or _lists_indices(inner, unit.function)
                 number = inner.value if type(inner) is ast.Constant else None
                 if type(number) is int:
                     index = number

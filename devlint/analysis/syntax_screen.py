@@ -37,7 +37,7 @@ from devlint.analysis.syntax import (
     last_name,
     nodes_below,
 )
-from devlint.analysis.torch_api import DEVICE_MOVES, FACTORY_NAMES
+from devlint.analysis.torch_api import DEVICE_MOVES, DTYPE_NAMES, FACTORY_NAMES
 
 
 @dataclass
@@ -248,14 +248,9 @@ def _moves_back(value: ast.expr) -> bool:
 
 
 def _is_dtype(node: ast.expr) -> bool:
-    """`torch.float64`, `torch.half`: a dtype, not a device."""
-    return isinstance(node, ast.Attribute) and node.attr in _DTYPES
-
-
-_DTYPES = frozenset(
-    "float float16 float32 float64 half double bfloat16 int int8 int16 int32 int64 long short "
-    "uint8 bool complex64 complex128 cfloat cdouble".split()
-)
+    """`torch.float64`, `torch.half`: a dtype, not a device (by its last name: the screen
+    resolves no imports)."""
+    return isinstance(node, ast.Attribute) and node.attr in DTYPE_NAMES
 
 
 _PARAMETER_METHODS = frozenset({"parameters", "buffers", "named_parameters", "named_buffers"})

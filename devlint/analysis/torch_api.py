@@ -245,13 +245,13 @@ def takes_cpu_targets(qualified: str) -> bool:
 
 _LOSS_NAME = re.compile(r"(?:[a-z0-9]+_)*(?:criterion|loss_fn|loss_func|loss_function)", re.I)
 
-DTYPES = frozenset(
-    "torch." + name
-    for name in (
+DTYPE_NAMES = frozenset(
+    (
         "float float32 float64 double float16 half bfloat16 int int8 int16 int32 int64 long "
         "short uint8 bool complex64 complex128 cfloat cdouble"
     ).split()
 )
+DTYPES = frozenset("torch." + name for name in DTYPE_NAMES)
 
 
 def is_torch_nn_class(qualified: str) -> bool:

@@ -116,6 +116,9 @@ class MissingDeviceMove(FlowRule):
     required_patterns = (DEVICE_OR_INPUT_SOURCE, CPU_TENSOR_SOURCE)
 
     VALID = (
+        # an integer index may leave a 0-dim tensor, which mixes with any device
+        "import torch\ndef first(value):\n    return value[0]\n"
+        "def shift(lengths: torch.Tensor, n):\n    return lengths + first(torch.arange(n))",
         # CTC's targets may stay on the CPU (cuDNN wants them there), in a helper or not
         "import torch\nfrom torch import nn\nimport torch.nn.functional as F\n"
         "def score(net, x, targets, lengths, target_lengths):\n"
@@ -365,6 +368,16 @@ class MissingDeviceMove(FlowRule):
     )
 
     INVALID = (
+        # a helper's list index keeps a dimension: no 0-dim tensor, which would mix legally
+        Invalid(
+            "import torch\ndef expand(value, n):\n    dims = [None] * n\n    dims[-1] = ...\n"
+            "    return value[dims]\ndef mask_of(lengths: torch.Tensor, n):\n"
+            "    steps = expand(torch.arange(n), 2)\n    return steps < lengths.unsqueeze(1)",
+            7,
+            20,
+            "`torch.arange(n)` creates a tensor on the CPU that is combined with "
+            "`lengths.unsqueeze(1)` at line 8",
+        ),
         # ... and where its `forward` hands it to a layer, the call is where it goes wrong
         Invalid(
             "import torch\nfrom torch import nn\nclass Pos(nn.Module):\n    def __init__(self):\n"
