@@ -12,13 +12,11 @@ import ast
 from typing import Optional, Union
 
 from devlint.analysis.names import ImportMap
+from devlint.analysis.parameters import FunctionNode
 from devlint.analysis.syntax import own_nodes
 
-FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
-_DEPTH = 6  # assignments followed, at most: enough for real code, cheap on cycles
-
-
 Assignment = Union[ast.Assign, ast.AnnAssign]
+_DEPTH = 6  # assignments followed, at most: enough for real code, cheap on cycles
 
 
 def assignments_of(function: FunctionNode, name: str) -> list[Assignment]:

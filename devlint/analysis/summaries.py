@@ -29,11 +29,7 @@ from typing import Any, Optional
 
 from devlint.analysis.contexts import none_defaulted
 from devlint.analysis.parameters import FunctionNode, module_tensors_set_in
-from devlint.analysis.syntax import (
-    dotted_name,
-    keyword_value,
-    own_nodes,
-)
+from devlint.analysis.syntax import dotted_name, keyword_value, own_nodes
 from devlint.analysis.torch_api import (
     COMBINING_FUNCTIONS,
     DEVICE_MOVES,
