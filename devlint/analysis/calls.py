@@ -474,8 +474,6 @@ class CallEvaluator:
             else:
                 slices_only = False
                 self.eval(inner, env, unit)
-                # A list index (`t[[0, 2]]`, `t[[None] * n]`) leaves a dimension.
-                keeps_an_axis = keeps_an_axis or _lists_indices(inner, unit.function)
                 number = inner.value if type(inner) is ast.Constant else None
                 if type(number) is int:
                     index = number
@@ -486,11 +484,18 @@ class CallEvaluator:
             return Value(Kind.TENSOR, container.placement)
         if container.kind is Kind.TENSOR:
             # Indexing with numbers alone may leave a 0-dim tensor, which mixes with any
-            # device; a slice or a new axis beside them keeps a dimension (`x[:, 0]`).
+            # device; a slice, a new axis or a list index (`t[[0, 2]]`, `t[[None] * n]`)
+            # beside them keeps a dimension (`x[:, 0]`). The list is looked for last: it reads
+            # the function's assignments.
+            scalar = container.scalar or not (
+                slices_only
+                or keeps_an_axis
+                or any(_lists_indices(inner, unit.function) for inner in _subscript_elements(node))
+            )
             return Value(
                 Kind.TENSOR,
                 container.placement,
-                scalar=container.scalar or not (slices_only or keeps_an_axis),
+                scalar=scalar,
                 module_output=container.module_output,
             )
         item = input_item(container)

@@ -13,7 +13,7 @@ from typing import Optional, Union
 
 from devlint.analysis.names import ImportMap
 from devlint.analysis.parameters import FunctionNode
-from devlint.analysis.syntax import own_nodes
+from devlint.analysis.syntax import dotted_name, own_nodes
 
 Assignment = Union[ast.Assign, ast.AnnAssign]
 _DEPTH = 6  # assignments followed, at most: enough for real code, cheap on cycles
@@ -79,7 +79,4 @@ def root_name(
 def _on_self(func: ast.Attribute) -> bool:
     """`self.embed(...)`, `self.encoder.rnn(...)`: a layer or method of the object, whose
     first argument is the data."""
-    owner = func.value
-    while isinstance(owner, ast.Attribute):
-        owner = owner.value
-    return isinstance(owner, ast.Name) and owner.id == "self"
+    return (dotted_name(func.value) or "").partition(".")[0] == "self"
