@@ -138,6 +138,16 @@ EXPECTED: dict[str, list[tuple[int, int, str, str]]] = {
             "`pack_padded_sequence` needs its lengths on the CPU",
         ),
     ],
+    "lightning_module.py": [
+        (
+            30,
+            21,
+            "DEV005",
+            "`torch.full((logits.shape[1],), 0.1)` creates a tensor on the CPU that is combined "
+            "with `logits` at line 31, which is on the module's device",
+        ),
+        (33, 37, "DEV007", "`predictions` may be on a GPU (output of `self.head`"),
+    ],
     "device_tests.py": [
         (37, 14, "DEV001", "also runs in the `device='npu'` case of `test_group_points`"),
     ],
@@ -168,7 +178,7 @@ ALL_FINDINGS = sorted(
     ]
 )
 FIXTURE_CODES = {code for *_, code in ALL_FINDINGS}
-SUMMARY = "Found 31 problems in 12 files (16 files checked)."
+SUMMARY = "Found 33 problems in 13 files (17 files checked)."
 
 
 @pytest.fixture
@@ -259,10 +269,10 @@ def test_statistics_prints_only_the_counts_with_ruffs_fixable_marker(work: Path)
         f"{count:>{width}}\t{code}\t{'[*]' if code in safe else '[ ]'} {RULES_BY_CODE[code].name}"
         for code, count in rows
     ]
-    assert result.stdout.splitlines()[0] == "9\tDEV005\t[ ] missing-device-move"
+    assert result.stdout.splitlines()[0] == "10\tDEV005\t[ ] missing-device-move"
     # With --unsafe-fixes the unsafe fixes count as fixable too.
     unsafe = run_cli("--statistics", "--unsafe-fixes", "fixtures", cwd=work).stdout
-    assert "2\tDEV008\t[*] load-without-map-location" in unsafe.splitlines()
+    assert " 2\tDEV008\t[*] load-without-map-location" in unsafe.splitlines()
     as_json = json.loads(run_cli("--statistics", "--format", "json", "fixtures", cwd=work).stdout)
     assert as_json == [
         {"code": code, "name": RULES_BY_CODE[code].name, "count": count, "fixable": code in safe}

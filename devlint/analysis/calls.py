@@ -20,6 +20,7 @@ from devlint.analysis.loops import (
 )
 from devlint.analysis.names import ImportMap
 from devlint.analysis.parameters import TENSOR_ONLY_ATTRIBUTES, changed_parameters
+from devlint.analysis.placers import PLACERS, placer, placer_method
 from devlint.analysis.project import ProjectView
 from devlint.analysis.syntax import (
     SourceText,
@@ -714,6 +715,8 @@ class CallEvaluator:
                 evidence = 'loaded with `map_location="cpu"`'
                 return Value(Kind.TENSOR, Placement(Where.CPU, evidence=evidence, origin=node))
             return UNKNOWN
+        if qualified in PLACERS:
+            return placer(node, qualified)
         if qualified in LOADER_CLASSES or qualified.endswith(".DataLoader"):
             return self._loader(node)
         if qualified == "torch.nn.Parameter" or qualified == "torch.nn.parameter.Parameter":
@@ -893,6 +896,11 @@ class CallEvaluator:
         bare: bool,
     ) -> Value:
         method = func.attr
+        if receiver.kind is Kind.PLACER:
+            placer_name = dotted_name(func.value) or "the accelerator"
+            prepared = placer_method(node, receiver, placer_name, arguments)
+            if prepared is not None:
+                return prepared
         if method in DEVICE_MOVES:
             return self._move(node, func, method, receiver, env, unit, bare)
         sibling = self._sibling_method(func, unit)

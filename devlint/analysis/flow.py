@@ -70,10 +70,18 @@ from devlint.analysis.syntax import (
     self_attribute,
     statement_blocks,
 )
-from devlint.analysis.syntax_screen import SyntaxFacts, keeps_modules_on_a_device, syntax_facts
+from devlint.analysis.syntax_screen import (
+    SyntaxFacts,
+    keeps_modules_on_a_device,
+    places_on_a_device,
+    syntax_facts,
+)
 from devlint.analysis.torch_api import (
+    LIGHTNING_HOST_HOOKS,
+    LIGHTNING_STEP_HOOKS,
     SPLITTING_CONTEXTS,
     WRAPPER_MODULES,
+    derives_from_lightning,
     derives_from_module,
     is_loss_class,
     is_parameterless_class,
@@ -393,21 +401,29 @@ class DeviceFlow(CallContexts):
         `__init__` runs (while the module is still on the CPU)."""
         construction = _run_by_init(facts.methods) if module_class else set()
         owners = (facts.node.name, *facts.bases)
+        # A Trainer moves a LightningModule to its accelerator: no move need be written.
+        lightning = module_class and derives_from_lightning(facts.node.name, self._bases)
         for method_name, method in facts.methods.items():
             if method_name == "__init__":
                 continue
             forward = module_class and method_name == "forward"
             parameters = frozenset() if forward else self._tensor_parameters(method, owners)
+            moved = (
+                self._keeps_modules_on_a_device()
+                if not lightning
+                else method_name not in LIGHTNING_HOST_HOOKS
+                and not method_name.startswith("configure_")
+                and not method_name.endswith("_dataloader")
+            )
             unit = Unit(
                 method,
                 module_class,
                 forward=forward,
-                on_module_device=module_class
-                and method_name not in construction
-                and self._keeps_modules_on_a_device(),
+                on_module_device=module_class and method_name not in construction and moved,
                 tensor_parameters=parameters,
                 tensor_items=self._tensor_items(method, owners),
                 members=members,
+                moved_batch=_lightning_batch(method) if lightning else "",
             )
             self._analyze(method, unit, attributes, method in self._feeding_methods)
 
@@ -500,6 +516,7 @@ class DeviceFlow(CallContexts):
         device, cpu = self._reachable(function)
         script = self._reachable(self._module)
         device = device or script[0] or unit.forward or bool(unit.tensor_parameters)
+        device = device or bool(unit.moved_batch)
         members = unit.members
         placed = members.submodules or members.tensors or members.member_tensors or members.modules
         device = device or (unit.on_module_device and bool(placed))
@@ -632,10 +649,10 @@ class DeviceFlow(CallContexts):
         return reads.get(name)
 
     def _places_on_device(self) -> bool:
-        """Whether the file places anything on a device (the screen's reading of it)."""
+        """Whether the file places anything on a device (see `places_on_a_device`)."""
         if self._device_source is None:
             facts = self.facts or syntax_facts(self._module, self.text.source)
-            self._device_source = facts.device_source
+            self._device_source = facts.device_source and places_on_a_device(self._module)
         return self._device_source
 
     def _keeps_modules_on_a_device(self) -> bool:
@@ -669,6 +686,9 @@ class DeviceFlow(CallContexts):
                 env[name] = _tensor_tuple(unit.tensor_items[name], name, unit.forward)
             elif unit.forward and index > 0:
                 env[name] = Value(Kind.UNKNOWN, Placement(Where.INPUT, evidence=f"input `{name}`"))
+            elif name == unit.moved_batch:
+                evidence = f"`{name}`, which the Trainer moved to the module's device"
+                env[name] = Value(Kind.UNKNOWN, Placement(Where.INPUT, evidence=evidence))
             elif name in unit.tensor_parameters:
                 listed = annotated_as_tensors(param.annotation)  # `List[Tensor]`: its items
                 evidence = f"{'an item of ' if listed else ''}parameter `{name}`"
@@ -1241,6 +1261,14 @@ def _functions_in(
         else:
             for block in statement_blocks(statement):
                 yield from _functions_in(block, owner)
+
+
+def _lightning_batch(method: FunctionNode) -> str:
+    """The batch parameter of a LightningModule's step hook (`training_step(self, batch, i)`)."""
+    if method.name not in LIGHTNING_STEP_HOOKS:
+        return ""
+    parameters = [*method.args.posonlyargs, *method.args.args]
+    return parameters[1].arg if len(parameters) > 1 else ""
 
 
 def _run_by_init(methods: Mapping[str, FunctionNode]) -> set[str]:

@@ -85,12 +85,20 @@ TORCH_RANGE = re.compile(
     r"|\bimport\s*\([^)]*\brange\b"  # from torch import (..., range)
 )
 
-# Where a value can land on a device: `.cuda(`, `.to(`, `device=`, `torch.device(`, "cuda:0".
-DEVICE_SOURCE = AnyOf(("cuda", "device"), (_MOVE_TO,))
-# The same, or a `Tensor` annotation: a typed parameter, on its caller's device.
-DEVICE_SOURCE_OR_TENSOR_TYPE = AnyOf(("cuda", "device", "Tensor"), (_MOVE_TO,))
-# A `forward` method, whose parameters the analysis places on the inputs' device.
-FORWARD_METHOD = re.compile(r"def\s+forward\b")
+# accelerate's `Accelerator` and Lightning's `Fabric` place what they prepare (see `placers`).
+_PLACER_CLASSES = ("Accelerator", "Fabric")
+# Where a value can land on a device: `.cuda(`, `.to(`, `device=`, `torch.device(`, "cuda:0",
+# an `Accelerator` or `Fabric`.
+DEVICE_SOURCE = AnyOf(("cuda", "device", *_PLACER_CLASSES), (_MOVE_TO,))
+# `forward`, or a LightningModule's step, whose batch the Trainer moved to the module's device.
+FORWARD_METHOD = re.compile(
+    r"def\s+(?:forward|training_step|validation_step|test_step|predict_step)\b"
+)
+# The same, a `Tensor` annotation (a typed parameter, on its caller's device), or a `forward`
+# (what its layers compute is where the module is).
+DEVICE_SOURCE_OR_TENSOR_TYPE = AnyOf(
+    ("cuda", "device", "Tensor", *_PLACER_CLASSES), (_MOVE_TO, FORWARD_METHOD)
+)
 # A parameter that is a tensor, and so lives on the caller's device (see `parameters`).
 TENSOR_PARAMETER = re.compile(
     r"\.\s*(?:" + "|".join(sorted(TENSOR_ONLY_ATTRIBUTES, key=len, reverse=True)) + r")\b"
@@ -98,7 +106,7 @@ TENSOR_PARAMETER = re.compile(
 # Where a value can be on a device, on the device of `forward`'s inputs or on the caller's.
 # (`.parameters()`: a module's parameters, on its device)
 DEVICE_OR_INPUT_SOURCE = AnyOf(
-    ("cuda", "device", "Tensor", "parameters(", "buffers("),
+    ("cuda", "device", "Tensor", "parameters(", "buffers(", *_PLACER_CLASSES),
     (_MOVE_TO, FORWARD_METHOD, TENSOR_PARAMETER),
 )
 # Where a tensor can be on the CPU: a factory, `.cpu()`, "cpu", a data loader's batch.

@@ -37,7 +37,12 @@ from devlint.analysis.syntax import (
     last_name,
     nodes_below,
 )
-from devlint.analysis.torch_api import DEVICE_MOVES, DTYPE_NAMES, FACTORY_NAMES
+from devlint.analysis.torch_api import (
+    DEVICE_MOVES,
+    DTYPE_NAMES,
+    FACTORY_NAMES,
+    LIGHTNING_STEP_HOOKS,
+)
 
 
 @dataclass
@@ -104,7 +109,7 @@ def syntax_facts(tree: ast.Module, source: str) -> SyntaxFacts:
                     facts.cpu_tensor_source = facts.cpu_tensor_source or value == "cpu"
             elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
                 definition = cast(ast.FunctionDef, node)
-                forward = forward or definition.name == "forward"
+                forward = forward or definition.name in _RUN_ON_THE_INPUTS_DEVICE
                 pending.append((definition, definition.body))  # a unit of its own
                 fields = _DEFINITION_HEADER
             elif kind is ast.Attribute:
@@ -143,6 +148,11 @@ def syntax_facts(tree: ast.Module, source: str) -> SyntaxFacts:
         units=units,
         cpu_everywhere=everywhere,
     )
+
+
+_PLACER_CLASSES = frozenset({"Accelerator", "Fabric"})
+# `forward`, and the steps of a LightningModule, which its Trainer calls with the batch moved.
+_RUN_ON_THE_INPUTS_DEVICE = frozenset({"forward"}) | LIGHTNING_STEP_HOOKS
 
 
 def _read_call(call: ast.Call, facts: UnitFacts) -> None:
@@ -203,6 +213,8 @@ def _places_on_device(call: ast.Call) -> bool:
     method = _method(call)
     if method == "cuda" or (method == "to" and has_arguments(call)):
         return True
+    if last_name(call.func) in _PLACER_CLASSES:
+        return True  # `Accelerator()`, `Fabric()`: what they prepare goes to their device
     if method in _PARAMETER_METHODS:
         return True  # a module's parameters: on its device
     return _given_a_device(call)
@@ -215,18 +227,36 @@ def _given_a_device(call: ast.Call) -> bool:
     )
 
 
+def places_on_a_device(tree: ast.AST) -> bool:
+    """Whether code puts something on a device itself: `.cuda()`, `.to(device)`, `device=d`
+    (not `.to("cpu")` nor `.to(torch.float64)`), an `Accelerator()`, or names CUDA. Unlike
+    the screen's `device_source`, `.parameters()` is no evidence: every script has an
+    optimizer."""
+    for node in nodes_below(tree):
+        if isinstance(node, ast.Call) and _puts_on_a_device(node):
+            return True
+        if type(node) is ast.Constant and type(node.value) is str and node.value.startswith("cuda"):
+            return True
+    return False
+
+
 def keeps_modules_on_a_device(tree: ast.AST) -> bool:
-    """Whether code moves something to a device itself (`.cuda()`, `.to(device)`, `device=d`;
-    not `.to("cpu")` or `.to(torch.float64)`) and never moves a module back in place
-    (`model.cpu()` or `model.to("cpu")` as a statement of its own): then a module's methods
-    run where it was moved."""
+    """Whether code moves something to a device itself (`.cuda()`, `.to(device)`, `device=d`,
+    an `Accelerator()`; not `.to("cpu")` or `.to(torch.float64)`) and never moves a module back
+    in place (`model.cpu()` or `model.to("cpu")` as a statement of its own): then a module's
+    methods run where it was moved."""
     moved = False
     for node in nodes_below(tree):
         if isinstance(node, ast.Expr) and _moves_back(node.value):
             return False
         if isinstance(node, ast.Call) and not moved:
-            moved = _moves_off_the_cpu(node)
+            moved = _puts_on_a_device(node)
     return moved
+
+
+def _puts_on_a_device(call: ast.Call) -> bool:
+    """A move off the CPU, or an `Accelerator()` or `Fabric()`, which places what it prepares."""
+    return _moves_off_the_cpu(call) or last_name(call.func) in _PLACER_CLASSES
 
 
 def _moves_off_the_cpu(call: ast.Call) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -151,13 +151,37 @@ WRAPPER_MODULES = frozenset(
         "torch.nn.parallel.distributed.DistributedDataParallel",
     }
 )
-MODULE_BASES = frozenset(
+# Lightning's module, under the names its packages export it by.
+LIGHTNING_MODULE_BASES = frozenset(
     {
-        "torch.nn.Module",
-        "torch.nn.modules.module.Module",
         "pytorch_lightning.LightningModule",
+        "pytorch_lightning.core.LightningModule",
+        "pytorch_lightning.core.lightning.LightningModule",
+        "pytorch_lightning.core.module.LightningModule",
         "lightning.LightningModule",
         "lightning.pytorch.LightningModule",
+        "lightning.pytorch.core.LightningModule",
+        "lightning.pytorch.core.module.LightningModule",
+    }
+)
+MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"}) | (
+    LIGHTNING_MODULE_BASES
+)
+# The hooks of a LightningModule that its Trainer calls with the module and the batch on the
+# accelerator it chose (the batch moved by `transfer_batch_to_device`).
+LIGHTNING_STEP_HOOKS = frozenset({"training_step", "validation_step", "test_step", "predict_step"})
+# Hooks that run before the Trainer moves the module, or on data still on the CPU.
+LIGHTNING_HOST_HOOKS = frozenset(
+    {
+        "prepare_data",
+        "setup",
+        "teardown",
+        "transfer_batch_to_device",
+        "on_before_batch_transfer",
+        "on_save_checkpoint",
+        "on_load_checkpoint",
+        "state_dict",
+        "load_state_dict",
     }
 )
 MODULE_FACTORY_PREFIXES = ("torchvision.models.", "timm.create_model")
@@ -264,13 +288,24 @@ def is_torch_nn_class(qualified: str) -> bool:
 def derives_from_module(name: str, bases_of: Mapping[str, tuple[str, ...]]) -> bool:
     """Whether class ``name`` of a file derives, there or through torch, from nn.Module;
     ``bases_of`` maps the file's classes to their bases' qualified (or dotted) names."""
+    return _derives(name, bases_of, lambda base: base in MODULE_BASES or is_torch_nn_class(base))
+
+
+def derives_from_lightning(name: str, bases_of: Mapping[str, tuple[str, ...]]) -> bool:
+    """Whether class ``name`` of a file derives, there or directly, from a LightningModule."""
+    return _derives(name, bases_of, LIGHTNING_MODULE_BASES.__contains__)
+
+
+def _derives(
+    name: str, bases_of: Mapping[str, tuple[str, ...]], is_root: Callable[[str], bool]
+) -> bool:
     seen: set[str] = set()
     pending = [name]
     while pending:
         current = pending.pop()
         seen.add(current)
         for base in bases_of.get(current, ()):
-            if base in MODULE_BASES or is_torch_nn_class(base):
+            if is_root(base):
                 return True
             if base not in seen:
                 pending.append(base)

@@ -54,6 +54,9 @@ class Unit:
     # Parameters the function unpacks into tensors of the caller's device, with which items
     # are (see `parameters.unpacked_tensor_items`).
     tensor_items: Mapping[str, tuple[bool, ...]] = field(default_factory=dict)
+    # A parameter that a framework moved to the module's device before the call: the batch of
+    # a LightningModule's `training_step`.
+    moved_batch: str = ""
     # In a module's methods: what `__init__` made of its attributes (see `ModuleMembers`).
     members: ModuleMembers = field(default_factory=lambda: NO_MEMBERS)
     returns: list[Value] = field(default_factory=list)

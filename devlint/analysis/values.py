@@ -22,7 +22,8 @@ class Where(enum.Enum):
 class Kind(enum.Enum):
     TENSOR = "tensor"
     MODULE = "module"  # an nn.Module: its .to() works in place
-    LOADER = "loader"  # iterating it yields batches on the CPU
+    LOADER = "loader"  # iterating it yields batches (on the CPU, unless prepared: `placers`)
+    PLACER = "placer"  # an `Accelerator` or a `Fabric`, placing what it prepares (`placers`)
     BATCH = "batch"  # a container of tensors (a DataLoader batch, a dict of moved tensors)
     DEVICE_OBJECT = "device object"  # a torch.device or device string
     SCALAR = "scalar"  # a Python number

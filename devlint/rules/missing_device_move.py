@@ -76,7 +76,18 @@ class MissingDeviceMove(FlowRule):
     moves something to a device and never moves a module back to the CPU;
     not the methods `__init__` runs, while the module is still on the CPU.
     `self(x)`, or `self.pos(x)` for a module of a class of the file, runs that
-    `forward` with what the call passes.
+    `forward` with what the call passes. A LightningModule needs no move written:
+    its Trainer moves the module, and each batch, to the accelerator it picks.
+    So its methods run on the module's device (but `setup`, `prepare_data`, the
+    `*_dataloader` and `configure_*` hooks, and the ones that see the batch
+    before its transfer), and the batch of `training_step`, `validation_step`,
+    `test_step` and `predict_step` is there too: a target made there without
+    `device=self.device` fails on the first GPU run. In the same way, accelerate's
+    `accelerator.prepare(model, loader)` and Lightning Fabric's `fabric.setup(model)`
+    and `fabric.setup_dataloaders(loader)` put the model, and the loader's batches,
+    on the device they chose (not with `Accelerator(cpu=True)`,
+    `device_placement=False` or `Fabric(accelerator="cpu")`; with
+    `Accelerator(cpu=args.cpu)`, only on some runs, which is no evidence).
 
     ## Why is this bad?
     The forgotten `.to(device)`: the script runs on the author's CPU, then fails
@@ -116,6 +127,38 @@ class MissingDeviceMove(FlowRule):
     required_patterns = (DEVICE_OR_INPUT_SOURCE, CPU_TENSOR_SOURCE)
 
     VALID = (
+        # a script that places nothing on a device (an optimizer reads `.parameters()` anyway)
+        "import torch\nfrom torch import nn\ncriterion = nn.BCEWithLogitsLoss()\n"
+        "def real_loss(out):\n    labels = torch.ones(out.size(0))\n"
+        "    return criterion(out.squeeze(), labels)\n"
+        "net = nn.Linear(3, 1)\nopt = torch.optim.SGD(net.parameters(), lr=0.1)\n"
+        "loss = real_loss(net(torch.randn(4, 3)))",
+        # an `Accelerator` that keeps to the CPU, or places nothing itself
+        "import torch\nfrom torch import nn\nfrom accelerate import Accelerator\n"
+        "accelerator = Accelerator(cpu=True)\nmodel = accelerator.prepare(nn.Linear(4, 2))\n"
+        "out = model(torch.randn(3, 4))",
+        "import torch\nfrom torch import nn\nfrom accelerate import Accelerator\n"
+        "accelerator = Accelerator(device_placement=False)\n"
+        "model = accelerator.prepare(nn.Linear(4, 2))\nout = model(torch.randn(3, 4))",
+        # the CPU on some runs (`--cpu`): a device only then, which is no evidence of a mismatch
+        "import torch\nfrom torch import nn\nfrom accelerate import Accelerator\n"
+        "accelerator = Accelerator(cpu=args.cpu)\nmodel = accelerator.prepare(nn.Linear(4, 2))\n"
+        "out = model(torch.randn(3, 4))",
+        "import torch\nfrom torch import nn\nfrom lightning.fabric import Fabric\n"
+        "fabric = Fabric(accelerator='cpu')\nmodel = fabric.setup(nn.Linear(4, 2))\n"
+        "out = model(torch.randn(3, 4))",
+        # a LightningModule's hooks that run before the Trainer moves it, or on the CPU batch
+        "import torch\nimport pytorch_lightning as pl\nfrom torch import nn\n"
+        "class Lit(pl.LightningModule):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.net = nn.Linear(4, 2)\n"
+        "    def on_before_batch_transfer(self, batch, i):\n"
+        "        return batch + self.net(torch.zeros(1, 4)).sum()",
+        # a LightningModule's step creating its tensors where the module is
+        "import torch\nimport lightning as L\nfrom torch import nn\n"
+        "class Lit(L.LightningModule):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.net = nn.Linear(4, 2)\n    def training_step(self, batch, i):\n"
+        "        x, y = batch\n        noise = torch.randn(x.shape, device=self.device)\n"
+        "        return self.net(x + noise).sum()",
         # an integer index may leave a 0-dim tensor, which mixes with any device
         "import torch\ndef first(value):\n    return value[0]\n"
         "def shift(lengths: torch.Tensor, n):\n    return lengths + first(torch.arange(n))",
@@ -662,6 +705,60 @@ class MissingDeviceMove(FlowRule):
             21,
             "`score` passes it to `net` at line 4, which was moved to `device` at line 5",
         ),
+        # a loss in a module's method: the target made on the CPU, the output where the module is
+        Invalid(
+            "import torch\nfrom torch import nn\nimport torch.nn.functional as F\n"
+            "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.fc = nn.Linear(3, 2)\n    def forward(self, x):\n"
+            "        logits = self.fc(x)\n"
+            "        target = torch.zeros(logits.shape[0], dtype=torch.long)\n"
+            "        return F.cross_entropy(logits, target)",
+            10,
+            18,
+            "combined with `logits` at line 11, which is on the module's device",
+        ),
+        # accelerate's `prepare` (Lightning Fabric's `setup`) places the model on its device
+        Invalid(
+            "import torch\nfrom torch import nn\nfrom accelerate import Accelerator\n"
+            "accelerator = Accelerator()\nmodel = accelerator.prepare(nn.Linear(4, 2))\n"
+            "out = model(torch.randn(3, 4))",
+            6,
+            13,
+            "`model` was prepared by `accelerator` at line 5: move the input with "
+            "`.to(accelerator.device)`",
+        ),
+        # ... and makes the loader yield its batches there
+        Invalid(
+            "import torch\nimport torch.nn.functional as F\nfrom torch import nn\n"
+            "from lightning.fabric import Fabric\nfrom torch.utils.data import DataLoader\n"
+            "fabric = Fabric()\nmodel, opt = fabric.setup(nn.Linear(4, 2), torch.optim.SGD([], 1))\n"
+            "loader = fabric.setup_dataloaders(DataLoader(data))\nfor x, y in loader:\n"
+            "    loss = F.cross_entropy(model(x), torch.zeros(len(x), dtype=torch.long))",
+            10,
+            38,
+            "is on `fabric.device` (output of `model`, prepared by `fabric` at line 7)",
+        ),
+        # a LightningModule needs no move written: its Trainer moves it, and the batch, itself
+        Invalid(
+            "import torch\nimport pytorch_lightning as pl\nfrom torch import nn\n"
+            "class Lit(pl.LightningModule):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.layer = nn.Linear(32, 2)\n    def forward(self, x):\n"
+            "        return self.layer(x)\n    def step(self, x):\n        return self(x).sum()\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        return self.step(torch.ones(32))",
+            13,
+            26,
+            "`Lit.forward` passes it to `self.layer` at line 9",
+        ),
+        Invalid(
+            "import torch\nfrom lightning.pytorch import LightningModule\nfrom torch import nn\n"
+            "class Lit(LightningModule):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.layer = nn.Linear(32, 2)\n    def validation_step(self, batch, i):\n"
+            "        x, y = batch\n        logits = self.layer(x)\n"
+            "        mask = torch.ones(4, 2)\n        return (logits * mask).sum()",
+            11,
+            16,
+        ),
         # the target passed by name
         Invalid(
             "import torch\nfrom torch import nn\nimport torch.nn.functional as F\n"
@@ -1036,6 +1133,8 @@ class MissingDeviceMove(FlowRule):
     def _check_loss(self, arguments: list[tuple[ast.expr, Value]]) -> None:
         found = find_mismatch(arguments, proven=True)  # a loss takes tensors
         if found is None:
+            # `F.cross_entropy(logits, torch.zeros(n, dtype=torch.long))` in a module's method
+            self._check_operands(arguments)
             return
         citations = Citations()
         cpu_evidence = citations.of(found.cpu_value.placement)

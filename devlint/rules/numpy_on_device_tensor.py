@@ -205,6 +205,34 @@ class NumpyOnDeviceTensor(FlowRule):
         "m = np.mean(rnn(x))",
     )
     INVALID = (
+        # what a layer computes is where the module is, in a file that moves nothing itself
+        Invalid(
+            "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(3, 2)\n"
+            "    def forward(self, x):\n        return self.fc(x).argmax(1).numpy()",
+            8,
+            16,
+            "output of `self.fc`, a layer of the module",
+        ),
+        # ... and in a LightningModule's step, on the accelerator its Trainer chose
+        Invalid(
+            "import numpy as np\nimport pytorch_lightning as pl\nfrom torch import nn\n"
+            "class Lit(pl.LightningModule):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.fc = nn.Linear(3, 2)\n    def validation_step(self, batch, i):\n"
+            "        x, y = batch\n        preds = self.fc(x).argmax(1)\n"
+            "        self.log('acc', np.mean(preds.numpy() == 1))",
+            11,
+            33,
+        ),
+        # a batch of a loader accelerate prepared: on the accelerator's device
+        Invalid(
+            "from accelerate import Accelerator\nfrom torch.utils.data import DataLoader\n"
+            "accelerator = Accelerator()\nloader = accelerator.prepare(DataLoader(data))\n"
+            "for batch in loader:\n    print(batch['labels'].numpy())",
+            6,
+            11,
+            "prepared by `accelerator` at line 4",
+        ),
         # a parameter of a module the module holds (`self.crf.transitions`), read in a method
         # of a module the file moves: on the module's device
         Invalid(
@@ -466,7 +494,7 @@ class NumpyOnDeviceTensor(FlowRule):
 
     @classmethod
     def may_fire_in(cls, facts: SyntaxFacts) -> bool:
-        return facts.device_source or facts.tensor_parameter
+        return facts.device_source or facts.tensor_parameter or facts.forward_method
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
