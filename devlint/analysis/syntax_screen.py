@@ -182,8 +182,11 @@ def _read_call(call: ast.Call, facts: UnitFacts) -> None:
 
 
 _NUMPY_NAMES = frozenset({"np", "numpy"})
-# Functions that want some of their tensors in host memory (their lengths).
-_HOST_FUNCTIONS = frozenset({"pack_padded_sequence"})
+# Functions that want some of their tensors in host memory (their lengths), or all of them
+# (what matplotlib plots or shows).
+_HOST_FUNCTIONS = frozenset(
+    {"pack_padded_sequence", "imshow", "matshow", "plot", "scatter", "hist", "bar"}
+)
 
 
 def _root_name(node: ast.expr) -> str:

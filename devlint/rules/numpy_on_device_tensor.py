@@ -79,13 +79,20 @@ class NumpyOnDeviceTensor(FlowRule):
     name = "numpy-on-device-tensor"
     summary = ".numpy() on a tensor that may be on a GPU"
     fixable = True
-    trigger_tokens = ("numpy",)
+    trigger_tokens = ("numpy", "imshow", "matshow", "pyplot")
     # A file that places nothing on a device is CPU-side by design, and its `.numpy()` on a
     # parameter is how its callers use it (they pass CPU tensors); there only a parameter
     # annotated `Tensor`, a typed API, lives on its caller's device (see `parameters`).
     required_patterns = (DEVICE_SOURCE_OR_TENSOR_TYPE,)
 
     VALID = (
+        # matplotlib given host copies; a helper of the file named `imshow` is read on its own
+        "import torch\nimport matplotlib.pyplot as plt\nout = model(x.to('cuda'))\n"
+        "plt.imshow(out[0].detach().cpu())\nplt.plot([l.item() for l in out.detach()])",
+        "import torch\ndef imshow(t):\n    print(t.cpu().numpy())\n"
+        "imshow(torch.ones(3).cuda())",
+        "import torch\nclass Viewer:\n    def imshow(self, t):\n        print(t.cpu().numpy())\n"
+        "    def show(self):\n        self.imshow(torch.ones(3).cuda())",
         # numpy functions that only look at their argument: a type test, `t.shape`, `t.ndim`
         "import numpy as np, torch\nt = torch.ones(3).cuda()\n"
         "if np.isscalar(t) or np.ndim(t) == 0:\n    pass\nsize = np.shape(t)",
@@ -223,6 +230,23 @@ class NumpyOnDeviceTensor(FlowRule):
             "        self.log('acc', np.mean(preds.numpy() == 1))",
             11,
             33,
+        ),
+        # matplotlib converts what it draws with `np.asarray`: a list of losses on the GPU too
+        Invalid(
+            "import torch\nimport matplotlib.pyplot as plt\nfrom torch import nn\n"
+            "model, criterion = nn.Linear(3, 2).cuda(), nn.CrossEntropyLoss()\nlosses = []\n"
+            "for x, y in batches:\n    loss = criterion(model(x.cuda()), y.cuda())\n"
+            "    losses.append(loss.detach())\nplt.plot(losses)",
+            9,
+            10,
+            "`losses` holds tensors that may be on a GPU",
+        ),
+        Invalid(
+            "import torch\nimport matplotlib.pyplot as plt\nfig, axes = plt.subplots(1, 2)\n"
+            "image = torch.rand(3, 8, 8).to('cuda')\naxes[0].imshow(image.permute(1, 2, 0))",
+            5,
+            16,
+            "and `axes[0].imshow` converts it to an array in host memory",
         ),
         # a batch of a loader accelerate prepared: on the accelerator's device
         Invalid(
@@ -503,6 +527,10 @@ class NumpyOnDeviceTensor(FlowRule):
             if qualified not in _INSPECTING:
                 self._check_numpy_function(node, qualified)
             return
+        if _plotting_call(func, qualified):
+            shown = qualified or self.analysis.source_of(func)  # `axes[0].imshow`
+            self._check_numpy_function(node, shown)
+            return
         if not isinstance(func, ast.Attribute) or func.attr != "numpy" or has_arguments(node):
             return
         receiver = self.analysis.flow.value_of(func.value)
@@ -624,6 +652,32 @@ _INSPECTING = frozenset(
         "numpy.swapaxes",
     }
 )
+
+
+# matplotlib converts what it plots with `np.asarray`, which refuses a tensor off the CPU.
+_PYPLOT_PLOTTING = frozenset(
+    f"matplotlib.pyplot.{name}"
+    for name in (
+        "plot scatter imshow matshow hist hist2d bar barh errorbar fill_between step stem "
+        "semilogx semilogy loglog pcolormesh pcolor contour contourf boxplot violinplot"
+    ).split()
+)
+# Methods that show an image, whatever shows it (an `Axes`, `cv2`): none takes a GPU tensor.
+_IMAGE_SHOWING = frozenset({"imshow", "matshow"})
+_IMAGE_LIBRARIES = ("matplotlib.", "cv2.", "skimage.")
+
+
+def _plotting_call(func: ast.expr, qualified: str) -> bool:
+    """A call that draws its arguments in host memory: `plt.plot(...)`, `ax[i].imshow(...)`;
+    not a helper of the project named `imshow`."""
+    if qualified in _PYPLOT_PLOTTING:
+        return True
+    if not isinstance(func, ast.Attribute) or func.attr not in _IMAGE_SHOWING:
+        return False
+    if isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
+        return False
+    # (`utils.imshow`, `self.imshow`: code the analysis reads on its own)
+    return not qualified or qualified.startswith(_IMAGE_LIBRARIES)
 
 
 def _converted_arguments(node: ast.Call) -> list[ast.expr]:
