@@ -89,8 +89,7 @@ class NumpyOnDeviceTensor(FlowRule):
         # matplotlib given host copies; a helper of the file named `imshow` is read on its own
         "import torch\nimport matplotlib.pyplot as plt\nout = model(x.to('cuda'))\n"
         "plt.imshow(out[0].detach().cpu())\nplt.plot([l.item() for l in out.detach()])",
-        "import torch\ndef imshow(t):\n    print(t.cpu().numpy())\n"
-        "imshow(torch.ones(3).cuda())",
+        "import torch\ndef imshow(t):\n    print(t.cpu().numpy())\nimshow(torch.ones(3).cuda())",
         "import torch\nclass Viewer:\n    def imshow(self, t):\n        print(t.cpu().numpy())\n"
         "    def show(self):\n        self.imshow(torch.ones(3).cuda())",
         # numpy functions that only look at their argument: a type test, `t.shape`, `t.ndim`
