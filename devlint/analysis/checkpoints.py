@@ -16,7 +16,9 @@ gathers the evidence a file holds about one load:
   a CPU-only tutorial saving and reloading its model.
 - **Safe, CPU data**: the same file saves the same path (``self.processed_paths[0]``) from
   values that show no device (no ``.state_dict()``, ``.cuda()``, ``.to()``, ``device=``, in a
-  function that moves nothing to a device): a processed dataset file.
+  function that moves nothing to a device before the save, see `_device_on_the_way`): a
+  processed dataset file, a cache of tokenized documents saved before the model goes to the
+  GPU.
 - **Safe, written first by this run**: a test given a pytest fixture of the file that saves
   into a temporary path and returns it; a method loading a file name, written out, that the
   object's ``__init__`` saves in its own statements.
@@ -149,6 +151,31 @@ def _shows_device(node: cst.CSTNode) -> bool:
         elif _device_keyword(part) and not _names_cpu(cast(cst.Arg, part).value):
             return True
     return False
+
+
+def _device_on_the_way(scope: cst.CSTNode, saved: cst.CSTNode) -> bool:
+    """Whether code of ``scope`` that may run before the save of ``saved`` shows a device (see
+    `_shows_device`): what precedes it, but the other branch of an `if`, and the whole of a
+    loop around it, whose next iteration runs after it. A cache saved from what was computed
+    before the model goes to the GPU (`torch.save(encodings, cache)`, then `model.cuda()`)
+    holds no GPU tensor."""
+    if isinstance(scope, (cst.For, cst.While)) and _shows_device(scope):
+        return True
+    children = list(child_nodes(scope))
+    if isinstance(scope, cst.If) and scope.orelse is not None and _holds(scope.orelse, saved):
+        children = [scope.test, scope.orelse]  # (the body does not run on the way)
+    for child in children:
+        if child is saved:
+            return False
+        if _holds(child, saved):
+            return _device_on_the_way(child, saved)
+        if _shows_device(child):
+            return True
+    return False
+
+
+def _holds(node: cst.CSTNode, part: cst.CSTNode) -> bool:
+    return any(found is part for found in descendants(node))
 
 
 def _device_keyword(node: cst.CSTNode) -> bool:
@@ -404,7 +431,7 @@ class CheckpointEvidence:
             made_here = (own or not chosen_by_caller) and not _from_caller(value, saving_scope)
             if made_here and self._runs_on_cpu_only():
                 return LoadEvidence(safe="saved by this file, which moves nothing to a device")
-            if _shows_device(value) or _shows_device(saving_scope):
+            if _shows_device(value) or _device_on_the_way(saving_scope, value):
                 return LoadEvidence(checkpoint=checkpoint or self._saved_from(value))
             if checkpoint is None and made_here:
                 return LoadEvidence(safe="saved by this file from CPU values")

@@ -76,10 +76,12 @@ class LoadWithoutMapLocation(Rule):
       file saves the same path (`torch.save(self.collate(data_list),
       self.processed_paths[0])`) from values that show no device: no
       `.state_dict()`, `.cuda()`, `.to()` or `device=`, in a function that moves
-      nothing to a device, and not a value its caller passed in (that says
-      nothing of where the caller's tensors live). A processed dataset file.
-      Not when the loading function takes the path from its caller: that may
-      name any file.
+      nothing to a device before the save (the other branch of an `if` aside; a
+      loop around the save runs all of its body before the next save), and not
+      a value its caller passed in (that says nothing of where the caller's
+      tensors live). A processed dataset file; a cache of tokenized documents
+      saved before the model goes to the GPU. Not when the loading function
+      takes the path from its caller: that may name any file.
 
     - **Saved by this file, which can use no device** (silent): the file saves
       the same path from what it made itself (not a value its caller passed
@@ -139,6 +141,11 @@ class LoadWithoutMapLocation(Rule):
     required_patterns = (TORCH_LOAD,)
 
     VALID = (
+        # a cache saved from what was computed before anything went to a device
+        "import os, torch\ndef main(model, docs, cache):\n    if os.path.exists(cache):\n"
+        "        encoded = torch.load(cache)\n    else:\n"
+        "        encoded = {k: tokenize(d) for k, d in docs.items()}\n"
+        "        torch.save(encoded, cache)\n    model = model.cuda()",
         # a CPU-only tutorial saves its model and loads it back: nothing moves to a device
         "import torch\nfrom torch import nn\ndef save():\n    net = nn.Linear(2, 2)\n"
         "    torch.save(net.state_dict(), 'net_params.pkl')\ndef restore():\n"
@@ -249,6 +256,15 @@ class LoadWithoutMapLocation(Rule):
         "    def load(self, path):\n        self.actor.load_state_dict(torch.load(path))",
     )
     INVALID = (
+        # ... but saved in a loop that moves the model: a later iteration saves GPU values
+        Invalid(
+            "import os, torch\ndef main(model, batches, cache):\n    if os.path.exists(cache):\n"
+            "        cached = torch.load(cache)\n    for x in batches:\n"
+            "        features = encode(x)\n        torch.save(features, cache)\n"
+            "        model = model.cuda()",
+            4,
+            18,
+        ),
         # ... and an option's validation no guard (`map_location` may be left at None)
         Invalid(
             "import torch\ndef load(optimizer, path, map_location=None):\n"
