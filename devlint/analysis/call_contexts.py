@@ -157,6 +157,8 @@ class CallContexts(CallEvaluator):
         decorators = {dotted_name(decorator) for decorator in method.decorator_list}
         static = "staticmethod" in decorators
         bound = bind_arguments(method, call, arguments, skip_first=not static)
+        if self.recording:
+            self._call_sites.setdefault(method, []).append(bound)
         positional = [*method.args.posonlyargs, *method.args.args]
         if bound is None or not (positional or static) or method in self._in_progress:
             return UNKNOWN

@@ -408,6 +408,10 @@ class DeviceFlow(CallContexts):
                 continue
             forward = module_class and method_name == "forward"
             parameters = frozenset() if forward else self._tensor_parameters(method, owners)
+            # A private method's callers are the class's own: all in sight, earlier in it.
+            private = method_name.startswith("_") and not method_name.endswith("__")
+            placed = self._placed_by_callers(method, True) if private and not forward else {}
+            parameters = parameters - placed.keys()
             moved = (
                 self._keeps_modules_on_a_device()
                 if not lightning
@@ -425,7 +429,8 @@ class DeviceFlow(CallContexts):
                 members=members,
                 moved_batch=_lightning_batch(method) if lightning else "",
             )
-            self._analyze(method, unit, attributes, method in self._feeding_methods)
+            needed = method in self._feeding_methods
+            self._analyze(method, unit, attributes, needed, context=placed)
 
     def module_members(self, name: str) -> ModuleMembers:
         """What the `__init__` of the file's module class ``name`` made of the attributes no
@@ -605,14 +610,22 @@ class DeviceFlow(CallContexts):
             return {}
         return unpacked_tensor_items(function)
 
-    def _placed_by_callers(self, function: FunctionNode) -> Env:
+    def _placed_by_callers(self, function: FunctionNode, method: bool = False) -> Env:
         """The parameters every call of the file passes only CPU values, with those values
         joined: a helper whose callers are all in sight (the module's script, functions
         analysed before it, since callers go first) takes their word (an unknown argument
         leaves the contract as it is). A call the analysis has not met yet (in a method, in a
-        cycle) leaves it too."""
+        cycle) leaves it too. A ``method``'s calls are `self.name(...)`, and every mention of
+        `.name` in the file must be one (not a bound method handed over)."""
         sites = self._call_sites.get(function, [])
-        if not sites or len(sites) != self._calls_written()[function.name]:
+        if method:
+            uses = self._name_uses()
+            written = uses.self_calls[function.name]
+            if written != uses.attributes[function.name]:
+                return {}
+        else:
+            written = self._calls_written()[function.name]
+        if not sites or len(sites) != written:
             return {}
         bound = [site for site in sites if site is not None]
         if len(bound) != len(sites):

@@ -13,15 +13,10 @@ from collections.abc import Sequence
 from typing import Optional
 
 from devlint.analysis.names import ImportMap
+from devlint.analysis.parameters import MODULE_ONLY_METHODS
 from devlint.analysis.syntax import dotted_name
 
 _MOVES = frozenset({"to", "cuda", "cpu"})
-_MODULE_ONLY = frozenset(
-    (
-        "parameters named_parameters buffers modules children eval train state_dict "
-        "load_state_dict zero_grad forward apply half_ requires_grad_ register_buffer"
-    ).split()
-)
 _MODEL_WORDS = (
     "model net module encoder decoder layer policy critic actor optim pipe tokenizer processor "
     "scheduler head"
@@ -62,7 +57,7 @@ def _uses(body: Sequence[ast.stmt], names: set[str]) -> tuple[set[str], set[str]
                     module_like.add(func.id)
                 elif (
                     isinstance(func, ast.Attribute)
-                    and func.attr in _MODULE_ONLY
+                    and func.attr in MODULE_ONLY_METHODS
                     and isinstance(func.value, ast.Name)
                 ):
                     module_like.add(func.value.id)

@@ -34,7 +34,7 @@ Qualify = Callable[[ast.expr], Optional[str]]
 
 # Tensor-only methods whose result is one tensor (not a number, an array or a tuple).
 _TENSOR_RESULT_METHODS = TENSOR_ONLY_ATTRIBUTES - {
-    "device", "is_cuda", "numel", "dim", "numpy", "unbind", "requires_grad_",
+    "is_cuda", "numel", "dim", "numpy", "unbind",
 }  # fmt: skip
 _MAX_DEPTH = 4  # names followed back to what they were assigned
 # torch functions (and `torch.nn.functional`'s) whose result is one tensor where their inputs

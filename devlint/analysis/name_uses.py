@@ -25,13 +25,15 @@ class NameUses:
 
     calls: Counter[str]  # the calls of each name
     loads: Counter[str]  # every read of each name, calls included
+    self_calls: Counter[str]  # the calls `self.name(...)` of each method name
+    attributes: Counter[str]  # every `.name` read, whatever its object, calls included
     # The methods of the file's classes calling each name, once per call.
     method_callers: dict[str, list[FunctionNode]]
 
 
 def name_uses(module: ast.Module, classes: Collection[str]) -> NameUses:
     """One walk of ``module``: its methods (the functions of its classes' bodies) apart."""
-    uses = NameUses(Counter(), Counter(), {})
+    uses = NameUses(Counter(), Counter(), Counter(), Counter(), {})
     for statement in module.body:
         if isinstance(statement, ast.ClassDef) and statement.name in classes:
             for written in (*statement.decorator_list, *statement.bases, *statement.keywords):
@@ -48,10 +50,16 @@ def _count_uses(tree: ast.AST, uses: NameUses, method: Optional[FunctionNode]) -
     for node in nodes_below(tree):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             uses.loads[node.id] += 1
+        elif isinstance(node, ast.Attribute):
+            uses.attributes[node.attr] += 1
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             uses.calls[node.func.id] += 1
             if method is not None:
                 uses.method_callers.setdefault(node.func.id, []).append(method)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            receiver = node.func.value
+            if isinstance(receiver, ast.Name) and receiver.id == "self":
+                uses.self_calls[node.func.attr] += 1
 
 
 def constructs(function: FunctionNode, classes: Collection[str]) -> bool:

@@ -31,10 +31,17 @@ FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 # Attributes and methods a tensor has and a number, a list or a numpy array has not.
 TENSOR_ONLY_ATTRIBUTES = frozenset(
     (
-        "device is_cuda new_zeros new_ones new_full new_empty new_tensor type_as unsqueeze "
-        "unsqueeze_ masked_fill masked_fill_ contiguous permute numel dim expand_as view_as "
-        "index_select masked_select softmax log_softmax detach requires_grad_ clamp clamp_ "
-        "long half bfloat16 unbind narrow numpy"
+        "is_cuda new_zeros new_ones new_full new_empty new_tensor type_as unsqueeze unsqueeze_ "
+        "masked_fill masked_fill_ contiguous permute numel dim expand_as view_as index_select "
+        "masked_select softmax log_softmax detach clamp clamp_ long unbind narrow numpy"
+    ).split()
+)  # (not `device`, `half`, `bfloat16` or `requires_grad_`: models have them too)
+# Methods only a module has: a name they are called on holds no tensor.
+MODULE_ONLY_METHODS = frozenset(
+    (
+        "parameters named_parameters buffers named_buffers modules named_modules children eval "
+        "train state_dict load_state_dict zero_grad forward apply register_buffer "
+        "enable_gradient_checkpointing gradient_checkpointing_enable"
     ).split()
 )
 _CPU_BY_DESIGN_METHODS = frozenset({"__getitem__", "__iter__", "__len__"})
@@ -120,6 +127,25 @@ def list_parameters(function: FunctionNode) -> frozenset[str]:
     return frozenset(p.arg for p in every if annotated_as_list(p.annotation))
 
 
+def names_used_as_modules(function: FunctionNode) -> set[str]:
+    """Names ``function`` calls (`vae(x)`) or calls a method only a module has on
+    (`vae.eval()`): modules, whatever else reads them (a model's `.device`)."""
+    found: set[str] = set()
+    for node in nodes_below(function):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Name):
+            found.add(func.id)
+        elif (
+            isinstance(func, ast.Attribute)
+            and func.attr in MODULE_ONLY_METHODS
+            and isinstance(func.value, ast.Name)
+        ):
+            found.add(func.value.id)
+    return found
+
+
 def names_used_as_tensors(function: FunctionNode) -> set[str]:
     """Names in ``function``'s own code that are used the way only a tensor is used, before
     anything is assigned to them (`img = torch.from_numpy(img)` makes a new tensor of an array)."""
@@ -137,7 +163,10 @@ def names_used_as_tensors(function: FunctionNode) -> set[str]:
             uses.append((node.value.id, node.lineno))
         elif isinstance(node, ast.Call) and (sized := size_called(node)) is not None:
             uses.append((sized, node.lineno))
-    return {name for name, line in uses if line <= first_store.get(name, line)}
+    modules = names_used_as_modules(function)
+    return {
+        name for name, line in uses if line <= first_store.get(name, line) and name not in modules
+    }
 
 
 def names_on_a_device(function: FunctionNode) -> dict[str, ast.Attribute]:
@@ -171,7 +200,7 @@ def names_on_a_device(function: FunctionNode) -> dict[str, ast.Attribute]:
             tensors.update(side.id for side in sides if isinstance(side, ast.Name))
         elif isinstance(node, ast.Call):
             tensors.update(_joined_names(node))
-    kept = tensors - tested - {"self"}
+    kept = tensors - tested - {"self"} - names_used_as_modules(function)
     return {name: read for name, read in reads.items() if name in kept}
 
 

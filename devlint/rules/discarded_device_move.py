@@ -53,6 +53,10 @@ class DiscardedDeviceMove(FlowRule):
     trigger_tokens = (".to(", ".cuda(", ".cpu(")
 
     VALID = (
+        # a model's `.device` and `.requires_grad_()` say nothing of a tensor: a model's
+        # `.to()` works in place
+        "def cache_outputs(vae, unet):\n    vae_device = vae.device\n    vae.requires_grad_(False)\n"
+        "    vae.to('cpu')\n    unet.to('cpu')\n    vae.to(vae_device)",
         "import torch\nx = torch.zeros(3)\nx = x.to(device)",
         "from torch import nn\nmodel = nn.Linear(2, 2)\nmodel.to(device)",
         "from torch import nn\nclass Net(nn.Module):\n    pass\nnet = Net()\nnet.to(device)",

@@ -92,6 +92,11 @@ class NumpyOnDeviceTensor(FlowRule):
         "import torch\ndef imshow(t):\n    print(t.cpu().numpy())\nimshow(torch.ones(3).cuda())",
         "import torch\nclass Viewer:\n    def imshow(self, t):\n        print(t.cpu().numpy())\n"
         "    def show(self):\n        self.imshow(torch.ones(3).cuda())",
+        # a private method's callers are all in sight: they hand it CPU tensors
+        "import torch\nimport matplotlib.pyplot as plt\nclass Plots:\n"
+        "    def plot(self, grads):\n        for g in grads:\n            self._draw(g.cpu())\n"
+        "    def _draw(self, image: torch.Tensor):\n        plt.imshow(image)\n"
+        "x = torch.ones(2).to('cuda')",
         # numpy functions that only look at their argument: a type test, `t.shape`, `t.ndim`
         "import numpy as np, torch\nt = torch.ones(3).cuda()\n"
         "if np.isscalar(t) or np.ndim(t) == 0:\n    pass\nsize = np.shape(t)",
