@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Optional
 
 from devlint.analysis.names import ImportMap
-from devlint.analysis.parameters import MODULE_ONLY_METHODS
+from devlint.analysis.parameters import module_used
 from devlint.analysis.syntax import dotted_name
 
 _MOVES = frozenset({"to", "cuda", "cpu"})
@@ -52,15 +52,9 @@ def _uses(body: Sequence[ast.stmt], names: set[str]) -> tuple[set[str], set[str]
                 if target in names and _moves(node.value, target):
                     reassigned.add(target)
             elif isinstance(node, ast.Call):
-                func = node.func
-                if isinstance(func, ast.Name) and func.id in names:
-                    module_like.add(func.id)
-                elif (
-                    isinstance(func, ast.Attribute)
-                    and func.attr in MODULE_ONLY_METHODS
-                    and isinstance(func.value, ast.Name)
-                ):
-                    module_like.add(func.value.id)
+                used = module_used(node)
+                if used is not None:
+                    module_like.add(used)
     return reassigned, module_like
 
 

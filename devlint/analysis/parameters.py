@@ -130,20 +130,26 @@ def list_parameters(function: FunctionNode) -> frozenset[str]:
 def names_used_as_modules(function: FunctionNode) -> set[str]:
     """Names ``function`` calls (`vae(x)`) or calls a method only a module has on
     (`vae.eval()`): modules, whatever else reads them (a model's `.device`)."""
-    found: set[str] = set()
-    for node in nodes_below(function):
-        if not isinstance(node, ast.Call):
-            continue
-        func = node.func
-        if isinstance(func, ast.Name):
-            found.add(func.id)
-        elif (
-            isinstance(func, ast.Attribute)
-            and func.attr in MODULE_ONLY_METHODS
-            and isinstance(func.value, ast.Name)
-        ):
-            found.add(func.value.id)
-    return found
+    return {
+        name
+        for node in nodes_below(function)
+        if isinstance(node, ast.Call) and (name := module_used(node)) is not None
+    }
+
+
+def module_used(call: ast.Call) -> Optional[str]:
+    """The name ``call`` uses as a module: `vae(x)` calls it, `vae.eval()` calls a method
+    only a module has on it."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id
+    if (
+        isinstance(func, ast.Attribute)
+        and func.attr in MODULE_ONLY_METHODS
+        and isinstance(func.value, ast.Name)
+    ):
+        return func.value.id
+    return None
 
 
 def names_used_as_tensors(function: FunctionNode) -> set[str]:
