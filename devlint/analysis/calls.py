@@ -30,6 +30,7 @@ from devlint.analysis.syntax import (
     dotted_name,
     has_arguments,
     keyword_value,
+    last_name,
     string_value,
 )
 from devlint.analysis.torch_api import (
@@ -858,6 +859,8 @@ class CallEvaluator:
             return Value(Kind.TENSOR, result.placement, scalar=callee.is_loss)
         if callee.kind not in (Kind.MODULE, Kind.UNKNOWN):
             return UNKNOWN
+        if callee.kind is Kind.UNKNOWN and _names_a_class(node.func):
+            return UNKNOWN  # `pipeline = pipe_class(vae=vae, ...)`: an object, not a tensor
         on_device = callee.where is Where.DEVICE or (
             # a layer held in a name, or `self(x)` where the file shows no `forward` of its own
             callee.where is Where.INPUT and callee.kind is Kind.MODULE
@@ -1079,6 +1082,14 @@ class CallEvaluator:
         if receiver.kind in (Kind.TENSOR, Kind.BATCH):
             return Value(receiver.kind, placement, scalar=receiver.scalar)
         return Value(Kind.UNKNOWN, placement)
+
+
+def _names_a_class(func: ast.expr) -> bool:
+    """`Pipeline`, `pipe_class`, `model_cls`, `cls`: a name that, by convention, holds a class
+    (not `G` or `D`, a GAN's networks)."""
+    name = last_name(func)
+    camel = name[:1].isupper() and not name.isupper()
+    return camel or name == "cls" or name.endswith(("_class", "_cls"))
 
 
 def _module_itself(node: ast.expr, value: Value) -> ast.expr:

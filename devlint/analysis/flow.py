@@ -1171,11 +1171,19 @@ _TENSOR_CLASSES = frozenset(
 )
 
 
+# Where a module surely ran (not `MAYBE_DEVICE`: a flag's other truth, which `x.numpy() if
+# not use_gpu else x.cpu().numpy()` tests, leaves it on the CPU).
+_RAN_THERE = frozenset({Where.DEVICE, Where.INPUT})
+
+
 def _unpacked(value: Value, index: int, count: int) -> Value:
     if value.elements and len(value.elements) == count:
         return value.elements[index]
     if value.kind is Kind.BATCH:
         return Value(Kind.TENSOR, value.placement)
+    if value.kind is Kind.TENSOR and value.module_output and value.where in _RAN_THERE:
+        # `logits, hidden = self.rnn(x)`: what a module returned, unpacked, is where it ran
+        return Value(Kind.TENSOR, value.placement, module_output=True)
     rows = _rows(value)
     if rows is not UNKNOWN:
         return rows

@@ -53,6 +53,9 @@ class DiscardedDeviceMove(FlowRule):
     trigger_tokens = (".to(", ".cuda(", ".cpu(")
 
     VALID = (
+        # what a class held in a name constructs is an object, not a tensor
+        "def sample(pipe_class, vae, unet, device):\n    vae.to(device)\n"
+        "    pipeline = pipe_class(vae=vae, unet=unet)\n    pipeline.to(device)",
         # a model's `.device` and `.requires_grad_()` say nothing of a tensor: a model's
         # `.to()` works in place
         "def cache_outputs(vae, unet):\n    vae_device = vae.device\n    vae.requires_grad_(False)\n"

@@ -717,6 +717,18 @@ class MissingDeviceMove(FlowRule):
             18,
             "combined with `logits` at line 11, which is on the module's device",
         ),
+        # what the module returned, unpacked (a subclass's `forward` returns two tensors)
+        Invalid(
+            "import torch\nimport torch.nn.functional as F\nimport pytorch_lightning as pl\n"
+            "class Clip(pl.LightningModule):\n    def validation_step(self, batch, i):\n"
+            "        images, texts = batch\n"
+            "        image_logits, text_logits = self.forward(images, texts)\n"
+            "        truth = torch.arange(len(image_logits))\n"
+            "        return F.cross_entropy(image_logits, truth)",
+            8,
+            17,
+            "which is on the module's device (output of `self.forward`)",
+        ),
         # accelerate's `prepare` (Lightning Fabric's `setup`) places the model on its device
         Invalid(
             "import torch\nfrom torch import nn\nfrom accelerate import Accelerator\n"
@@ -1240,6 +1252,6 @@ def _on_module_device(value: Value) -> bool:
     evidence = value.placement.evidence
     return (
         value.kind is not Kind.TENSOR
-        or evidence.startswith("input ")
+        or evidence.startswith(("input ", "output of `self"))
         or "of the module" in evidence
     )
