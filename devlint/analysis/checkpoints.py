@@ -174,6 +174,47 @@ def _device_on_the_way(scope: cst.CSTNode, saved: cst.CSTNode) -> bool:
     return False
 
 
+def _moved_to_cpu_before(scope: cst.CSTNode, saved: cst.CSTNode) -> bool:
+    """Whether ``saved`` is moved to the CPU (`feats.cpu()`), or is a name the statements of
+    its own block last bind, before the save, to a value moved there (`feats =
+    feats.detach().cpu()`, then `torch.save(feats, path)`)."""
+    if isinstance(saved, cst.BaseExpression) and _moved_to_cpu(saved):
+        return True
+    if not isinstance(saved, cst.Name):
+        return False
+    for block in descendants(scope):
+        if not isinstance(block, cst.IndentedBlock):
+            continue
+        statements = list(block.body)
+        at = next((i for i, line in enumerate(statements) if _holds(line, saved)), None)
+        if at is None or not isinstance(statements[at], cst.SimpleStatementLine):
+            continue  # (the save is deeper in: a block below this one holds its statement)
+        for earlier in reversed(statements[:at]):
+            if saved.value not in _names_bound_below(earlier):
+                continue
+            return (
+                isinstance(earlier, cst.SimpleStatementLine)
+                and len(earlier.body) == 1
+                and isinstance(earlier.body[0], cst.Assign)
+                and _moved_to_cpu(earlier.body[0].value)
+            )
+        return False
+    return False
+
+
+def _names_bound_below(statement: cst.CSTNode) -> set[str]:
+    return {
+        name
+        for node in descendants(statement)
+        if isinstance(node, (cst.Assign, cst.AnnAssign))
+        for name in _bound_names(node)
+    } | {
+        node.target.value
+        for node in descendants(statement)
+        if isinstance(node, (cst.AugAssign, cst.For)) and isinstance(node.target, cst.Name)
+    }
+
+
 def _holds(node: cst.CSTNode, part: cst.CSTNode) -> bool:
     return any(found is part for found in descendants(node))
 
@@ -415,6 +456,14 @@ class CheckpointEvidence:
         # A local `path` of another function is another file.
         same_everywhere = self._same_everywhere(path.value, scope)
         loaded = _assigned_name(statement, load) if statement is not None else None
+        matching = [
+            (value, saving_scope)
+            for saved_key, value, saving_scope in saves
+            if saved_key == key and (saving_scope is scope or same_everywhere)
+        ]
+        if matching and all(_moved_to_cpu_before(where, value) for value, where in matching):
+            # `feats = feats.detach().cpu()`, then `torch.save(feats, save_file)`
+            return LoadEvidence(safe="this file moves what it saves there to the CPU first")
         for saved_key, value, saving_scope in saves:
             # The loading function's own save of the path (a cache: load it if it exists, else
             # compute and save it) names the file it reads, wherever its caller points it.

@@ -82,6 +82,10 @@ class LoadWithoutMapLocation(Rule):
       tensors live). A processed dataset file; a cache of tokenized documents
       saved before the model goes to the GPU. Not when the loading function
       takes the path from its caller: that may name any file.
+    - **Moved to the CPU before its save** (silent): every save of the path
+      in this file saves a value moved to the CPU, or a name its own block last
+      binds to one (`feats = feats.detach().cpu()`, then
+      `torch.save(feats, save_file)`).
 
     - **Saved by this file, which can use no device** (silent): the file saves
       the same path from what it made itself (not a value its caller passed
@@ -141,6 +145,12 @@ class LoadWithoutMapLocation(Rule):
     required_patterns = (TORCH_LOAD,)
 
     VALID = (
+        # what the same function saves there, it moved to the CPU just before
+        "import os, torch\ndef extract(model, loader, save_file, device):\n"
+        "    if not os.path.isfile(save_file):\n"
+        "        feats = torch.cat([model(x.to(device)) for x in loader])\n"
+        "        feats = feats.detach().cpu()\n        torch.save(feats, save_file)\n"
+        "    else:\n        feats = torch.load(save_file)\n    return feats",
         # a cache saved from what was computed before anything went to a device
         "import os, torch\ndef main(model, docs, cache):\n    if os.path.exists(cache):\n"
         "        encoded = torch.load(cache)\n    else:\n"
@@ -256,6 +266,16 @@ class LoadWithoutMapLocation(Rule):
         "    def load(self, path):\n        self.actor.load_state_dict(torch.load(path))",
     )
     INVALID = (
+        # ... but here the copy moved to the CPU is not what it saves
+        Invalid(
+            "import os, torch\ndef extract(model, loader, save_file, device):\n"
+            "    if not os.path.isfile(save_file):\n"
+            "        feats = torch.cat([model(x.to(device)) for x in loader])\n"
+            "        shown = feats.detach().cpu()\n        torch.save(feats, save_file)\n"
+            "    else:\n        feats = torch.load(save_file)\n    return feats",
+            8,
+            17,
+        ),
         # ... but saved in a loop that moves the model: a later iteration saves GPU values
         Invalid(
             "import os, torch\ndef main(model, batches, cache):\n    if os.path.exists(cache):\n"
