@@ -801,7 +801,7 @@ class DeviceFlow(CallContexts):
         if tested is not None:
             device, equal = tested
             _place_on_cpu(body_env if equal else orelse_env, device)
-        _narrow_types(node.test, self.names, body_env, orelse_env)
+        _narrow_types(node.test, self.names, body_env, orelse_env, _parameter_names(unit))
         flag = flag_tested(node.test)
         forgotten: tuple[Forgotten, Forgotten] = ({}, {})
         if flag is not None:
@@ -821,6 +821,8 @@ class DeviceFlow(CallContexts):
             give_back(orelse, forgotten[1])
         omitted = _omitted_parameter(node.test, unit.function)
         given = env.get(omitted[0]) if omitted is not None else None
+        if body is not None and orelse is not None:
+            _give_siblings_back(env, body, orelse)
         merged = merge(body, orelse)
         if flag is not None and merged is not None:
             remember_flag(flag, body, orelse, merged)
@@ -1123,7 +1125,17 @@ def _leaves_when_available(statement: ast.If, names: ImportMap) -> bool:
     return exits and not statement.orelse and _accelerator_tested(statement.test, names) is True
 
 
-def _narrow_types(test: ast.expr, names: ImportMap, body_env: Env, orelse_env: Env) -> None:
+def _parameter_names(unit: Unit) -> frozenset[str]:
+    if unit.function is None:
+        return frozenset()
+    arguments = unit.function.args
+    every = (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)
+    return frozenset(parameter.arg for parameter in every)
+
+
+def _narrow_types(
+    test: ast.expr, names: ImportMap, body_env: Env, orelse_env: Env, parameters: frozenset[str]
+) -> None:
     """What a type test proves in each branch: no tensor where `isinstance(x, np.ndarray)`
     holds (its placement unknown), a tensor where `isinstance(x, torch.Tensor)` does."""
     narrowed = type_test(test)
@@ -1133,6 +1145,12 @@ def _narrow_types(test: ast.expr, names: ImportMap, body_env: Env, orelse_env: E
             (orelse_env, narrowed.tensor_if_false),
         ):
             if not tensor and narrowed.name in branch_env:
+                if narrowed.name in parameters:
+                    # A function dispatching on its argument's type (`isinstance(y_center,
+                    # torch.Tensor)`) takes its sibling arguments (`y_scale`) in kind.
+                    for name, value in branch_env.items():
+                        if _is_parameter(value):
+                            branch_env[name] = NOT_A_SIBLING_TENSOR
                 branch_env[narrowed.name] = NOT_A_TENSOR
     tested = tensor_tested(test, names)
     if tested is not None:
@@ -1143,6 +1161,25 @@ def _narrow_types(test: ast.expr, names: ImportMap, body_env: Env, orelse_env: E
         held = proved.get(name, UNKNOWN)
         if held.kind is Kind.UNKNOWN:
             proved[name] = Value(Kind.TENSOR, held.placement)
+
+
+# What a type test of its sibling argument proves of a parameter in one branch (see
+# `_narrow_types`): a value of its own, so that the branch's end gives the parameter back.
+NOT_A_SIBLING_TENSOR = Value(Kind.NOT_TENSOR)
+
+
+def _give_siblings_back(env: Env, *branches: Env) -> None:
+    """A sibling's kind, read from the tested argument's (see `_narrow_types`), holds in its
+    branch alone; where the other branch returns, in the rest of the function too."""
+    for branch in branches:
+        for name, value in branch.items():
+            if value is NOT_A_SIBLING_TENSOR and name in env:
+                branch[name] = env[name]
+
+
+def _is_parameter(value: Value) -> bool:
+    """A tensor parameter as the caller passed it, untouched."""
+    return value.kind is Kind.TENSOR and value.placement.evidence.startswith("parameter `")
 
 
 def _place_on_cpu(env: Env, device: str) -> None:

@@ -86,6 +86,10 @@ class NumpyOnDeviceTensor(FlowRule):
     required_patterns = (DEVICE_SOURCE_OR_TENSOR_TYPE,)
 
     VALID = (
+        # a function dispatching on one argument's type takes its siblings in kind
+        "import numpy as np, torch\ndef fit(y_center: torch.Tensor, y_scale: torch.Tensor):\n"
+        "    if isinstance(y_center, torch.Tensor):\n        return torch.std(y_scale, dim=-1)\n"
+        "    return np.std(y_scale, axis=-1)\nx = torch.ones(2).to('cuda')",
         # matplotlib given host copies; a helper of the file named `imshow` is read on its own
         "import torch\nimport matplotlib.pyplot as plt\nout = model(x.to('cuda'))\n"
         "plt.imshow(out[0].detach().cpu())\nplt.plot([l.item() for l in out.detach()])",
@@ -234,6 +238,16 @@ class NumpyOnDeviceTensor(FlowRule):
             "        self.log('acc', np.mean(preds.numpy() == 1))",
             11,
             33,
+        ),
+        # ... in the branches it tests alone: after them, the sibling is the caller's again
+        Invalid(
+            "import torch\ndef colorize(depth_map: torch.Tensor, valid_mask: torch.Tensor):\n"
+            "    if isinstance(depth_map, torch.Tensor):\n        depth = depth_map.cpu().numpy()\n"
+            "    else:\n        depth = depth_map\n    return depth, valid_mask.numpy()\n"
+            "x = torch.ones(2).to('cuda')",
+            7,
+            19,
+            "`valid_mask` may be on a GPU (parameter `valid_mask`)",
         ),
         # matplotlib converts what it draws with `np.asarray`: a list of losses on the GPU too
         Invalid(
