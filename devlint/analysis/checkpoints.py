@@ -153,13 +153,18 @@ def _shows_device(node: cst.CSTNode) -> bool:
     return False
 
 
-def _device_on_the_way(scope: cst.CSTNode, saved: cst.CSTNode) -> bool:
+def _device_on_the_way(
+    scope: cst.CSTNode, saved: cst.CSTNode, given: frozenset[str] = frozenset()
+) -> bool:
     """Whether code of ``scope`` that may run before the save of ``saved`` shows a device (see
-    `_shows_device`): what precedes it, but the other branch of an `if`, and the whole of a
-    loop around it, whose next iteration runs after it. A cache saved from what was computed
-    before the model goes to the GPU (`torch.save(encodings, cache)`, then `model.cuda()`)
-    holds no GPU tensor."""
-    if isinstance(scope, (cst.For, cst.While)) and _shows_device(scope):
+    `_shows_device`) or calls what the caller gave (`model(x)`: the caller's model may be on a
+    GPU; not `docs.items()`): what precedes it, but the other branch of an `if`, and the whole
+    of a loop around it, whose next iteration runs after it. A cache saved from what was
+    computed before the model goes to the GPU (`torch.save(encodings, cache)`, then
+    `model.cuda()`) holds no GPU tensor."""
+    if isinstance(scope, cst.FunctionDef):
+        given = frozenset(_parameter_names(scope))
+    if isinstance(scope, (cst.For, cst.While)) and _may_place(scope, given):
         return True
     children = list(child_nodes(scope))
     if isinstance(scope, cst.If) and scope.orelse is not None and _holds(scope.orelse, saved):
@@ -168,10 +173,25 @@ def _device_on_the_way(scope: cst.CSTNode, saved: cst.CSTNode) -> bool:
         if child is saved:
             return False
         if _holds(child, saved):
-            return _device_on_the_way(child, saved)
-        if _shows_device(child):
+            return _device_on_the_way(child, saved, given)
+        if _may_place(child, given):
             return True
     return False
+
+
+def _may_place(node: cst.CSTNode, given: frozenset[str]) -> bool:
+    if _shows_device(node):
+        return True
+    return any(
+        type(part) is cst.Call and type(part.func) is cst.Name and part.func.value in given
+        for part in descendants(node)
+    )
+
+
+def _parameter_names(function: cst.FunctionDef) -> list[str]:
+    parameters = function.params
+    every = [*parameters.posonly_params, *parameters.params, *parameters.kwonly_params]
+    return [parameter.name.value for parameter in every if parameter.name.value != "self"]
 
 
 def _moved_to_cpu_before(scope: cst.CSTNode, saved: cst.CSTNode) -> bool:

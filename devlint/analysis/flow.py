@@ -73,6 +73,7 @@ from devlint.analysis.syntax import (
 from devlint.analysis.syntax_screen import (
     SyntaxFacts,
     keeps_modules_on_a_device,
+    moves_a_module_back,
     places_on_a_device,
     syntax_facts,
 )
@@ -418,6 +419,7 @@ class DeviceFlow(CallContexts):
                 else method_name not in LIGHTNING_HOST_HOOKS
                 and not method_name.startswith("configure_")
                 and not method_name.endswith("_dataloader")
+                and not moves_a_module_back(self._module)  # `model.cpu()`: inference there
             )
             unit = Unit(
                 method,
@@ -1145,9 +1147,10 @@ def _narrow_types(
             (orelse_env, narrowed.tensor_if_false),
         ):
             if not tensor and narrowed.name in branch_env:
-                if narrowed.name in parameters:
-                    # A function dispatching on its argument's type (`isinstance(y_center,
-                    # torch.Tensor)`) takes its sibling arguments (`y_scale`) in kind.
+                if narrowed.tensor_if_true and narrowed.name in parameters:
+                    # A function dispatching on whether its argument is a tensor
+                    # (`isinstance(y_center, torch.Tensor)`) takes its sibling arguments
+                    # (`y_scale`) in kind where it is none.
                     for name, value in branch_env.items():
                         if _is_parameter(value):
                             branch_env[name] = NOT_A_SIBLING_TENSOR

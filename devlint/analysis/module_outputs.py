@@ -33,7 +33,7 @@ from devlint.analysis.units import FunctionNode
 Qualify = Callable[[ast.expr], Optional[str]]
 
 # Tensor-only methods whose result is one tensor (not a number, an array or a tuple).
-_TENSOR_RESULT_METHODS = TENSOR_ONLY_ATTRIBUTES - {
+_TENSOR_RESULT_METHODS = (TENSOR_ONLY_ATTRIBUTES | {"half", "bfloat16"}) - {
     "is_cuda", "numel", "dim", "numpy", "unbind",
 }  # fmt: skip
 _MAX_DEPTH = 4  # names followed back to what they were assigned

@@ -14,7 +14,7 @@ import ast
 from collections.abc import Sequence
 from typing import Optional
 
-from devlint.analysis.syntax import keyword_value, string_value
+from devlint.analysis.syntax import keyword_value, last_name, string_value
 from devlint.analysis.values import UNKNOWN, Kind, Placement, Value, Where
 
 ACCELERATORS = frozenset({"accelerate.Accelerator", "accelerate.accelerator.Accelerator"})
@@ -28,6 +28,8 @@ FABRICS = frozenset(
     }
 )
 PLACERS = ACCELERATORS | FABRICS
+# Their names, for the text and syntax screens, which read no imports.
+PLACER_CLASSES = ("Accelerator", "Fabric")
 
 # The methods that prepare their arguments: each module goes to the device, each loader's
 # batches follow it; the rest (optimizers, schedulers) are wrapped, not placed.
@@ -39,6 +41,7 @@ _KEEPING = frozenset(
     | {"all_reduce", "broadcast", "unwrap_model"}
 )
 _CPU_ACCELERATOR_NAMES = frozenset({"cpu"})
+_PLACING_KEYWORDS = frozenset({"device_placement", "move_to_device"})
 
 
 def placer(call: ast.Call, qualified: str) -> Value:
@@ -53,6 +56,14 @@ def placer(call: ast.Call, qualified: str) -> Value:
     name = string_value(asked) if asked is not None else None
     on_cpu = name is not None and name.lower() in _CPU_ACCELERATOR_NAMES
     return Value(Kind.PLACER, _placement(call, asked if name is None else None, on_cpu))
+
+
+def places_off_the_cpu(call: ast.Call) -> bool:
+    """Whether an `Accelerator(...)` or `Fabric(...)` may place what it prepares off the CPU:
+    not asked for the CPU nor to place nothing."""
+    kind = "accelerate.Accelerator" if last_name(call.func) == "Accelerator" else "lightning.Fabric"
+    made = placer(call, kind)
+    return made.kind is Kind.PLACER and made.where is not Where.CPU
 
 
 def _placement(call: ast.Call, flag: Optional[ast.expr], on_cpu: bool) -> Placement:
@@ -81,6 +92,10 @@ def placer_method(
         return arguments[0] if arguments else UNKNOWN
     if method not in _PREPARING and method not in _PREPARING_ONE:
         return None
+    for keyword in call.keywords:  # `prepare_model(model, device_placement=False)`
+        if keyword.arg in _PLACING_KEYWORDS and _is_false(keyword.value):
+            return UNKNOWN
+    arguments = arguments[: len(call.args)]  # (options by keyword are not what it prepares)
     placement = placer_value.placement
     if placement.where is not Where.CPU:
         placement = Placement(

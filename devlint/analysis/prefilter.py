@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from devlint.analysis.parameters import TENSOR_ONLY_ATTRIBUTES
+from devlint.analysis.placers import PLACER_CLASSES
 from devlint.analysis.torch_api import FACTORY_NAMES
 
 
@@ -85,11 +86,9 @@ TORCH_RANGE = re.compile(
     r"|\bimport\s*\([^)]*\brange\b"  # from torch import (..., range)
 )
 
-# accelerate's `Accelerator` and Lightning's `Fabric` place what they prepare (see `placers`).
-_PLACER_CLASSES = ("Accelerator", "Fabric")
 # Where a value can land on a device: `.cuda(`, `.to(`, `device=`, `torch.device(`, "cuda:0",
 # an `Accelerator` or `Fabric`.
-DEVICE_SOURCE = AnyOf(("cuda", "device", *_PLACER_CLASSES), (_MOVE_TO,))
+DEVICE_SOURCE = AnyOf(("cuda", "device", *PLACER_CLASSES), (_MOVE_TO,))
 # `forward`, or a LightningModule's step, whose batch the Trainer moved to the module's device.
 FORWARD_METHOD = re.compile(
     r"def\s+(?:forward|training_step|validation_step|test_step|predict_step)\b"
@@ -97,7 +96,7 @@ FORWARD_METHOD = re.compile(
 # The same, a `Tensor` annotation (a typed parameter, on its caller's device), or a `forward`
 # (what its layers compute is where the module is).
 DEVICE_SOURCE_OR_TENSOR_TYPE = AnyOf(
-    ("cuda", "device", "Tensor", *_PLACER_CLASSES), (_MOVE_TO, FORWARD_METHOD)
+    ("cuda", "device", "Tensor", *PLACER_CLASSES), (_MOVE_TO, FORWARD_METHOD)
 )
 # A parameter that is a tensor, and so lives on the caller's device (see `parameters`).
 TENSOR_PARAMETER = re.compile(
@@ -106,7 +105,7 @@ TENSOR_PARAMETER = re.compile(
 # Where a value can be on a device, on the device of `forward`'s inputs or on the caller's.
 # (`.parameters()`: a module's parameters, on its device)
 DEVICE_OR_INPUT_SOURCE = AnyOf(
-    ("cuda", "device", "Tensor", "parameters(", "buffers(", *_PLACER_CLASSES),
+    ("cuda", "device", "Tensor", "parameters(", "buffers(", *PLACER_CLASSES),
     (_MOVE_TO, FORWARD_METHOD, TENSOR_PARAMETER),
 )
 # Where a tensor can be on the CPU: a factory, `.cpu()`, "cpu", a data loader's batch.

@@ -29,6 +29,7 @@ from devlint.analysis.parameters import (
     size_called,
     tensor_parameters,
 )
+from devlint.analysis.placers import PLACER_CLASSES, places_off_the_cpu
 from devlint.analysis.prefilter import LOADER_NAME
 from devlint.analysis.syntax import (
     CHILD_FIELDS,
@@ -150,7 +151,6 @@ def syntax_facts(tree: ast.Module, source: str) -> SyntaxFacts:
     )
 
 
-_PLACER_CLASSES = frozenset({"Accelerator", "Fabric"})
 # `forward`, and the steps of a LightningModule, which its Trainer calls with the batch moved.
 _RUN_ON_THE_INPUTS_DEVICE = frozenset({"forward"}) | LIGHTNING_STEP_HOOKS
 
@@ -184,9 +184,13 @@ def _read_call(call: ast.Call, facts: UnitFacts) -> None:
 _NUMPY_NAMES = frozenset({"np", "numpy"})
 # Functions that want some of their tensors in host memory (their lengths), or all of them
 # (what matplotlib plots or shows).
-_HOST_FUNCTIONS = frozenset(
-    {"pack_padded_sequence", "imshow", "matshow", "plot", "scatter", "hist", "bar"}
+PLOTTING_FUNCTIONS = frozenset(
+    (
+        "plot scatter imshow matshow hist hist2d bar barh errorbar fill_between stem "
+        "semilogx semilogy loglog pcolormesh pcolor contour contourf boxplot violinplot"
+    ).split()
 )
+_HOST_FUNCTIONS = frozenset({"pack_padded_sequence"}) | PLOTTING_FUNCTIONS
 
 
 def _root_name(node: ast.expr) -> str:
@@ -216,8 +220,8 @@ def _places_on_device(call: ast.Call) -> bool:
     method = _method(call)
     if method == "cuda" or (method == "to" and has_arguments(call)):
         return True
-    if last_name(call.func) in _PLACER_CLASSES:
-        return True  # `Accelerator()`, `Fabric()`: what they prepare goes to their device
+    if last_name(call.func) in PLACER_CLASSES:
+        return places_off_the_cpu(call)  # `Accelerator()`: what it prepares goes to its device
     if method in _PARAMETER_METHODS:
         return True  # a module's parameters: on its device
     return _given_a_device(call)
@@ -258,8 +262,16 @@ def keeps_modules_on_a_device(tree: ast.AST) -> bool:
 
 
 def _puts_on_a_device(call: ast.Call) -> bool:
-    """A move off the CPU, or an `Accelerator()` or `Fabric()`, which places what it prepares."""
-    return _moves_off_the_cpu(call) or last_name(call.func) in _PLACER_CLASSES
+    """A move off the CPU, or an `Accelerator()` or `Fabric()`, which places what it prepares
+    (unless asked for the CPU)."""
+    if last_name(call.func) in PLACER_CLASSES:
+        return places_off_the_cpu(call)
+    return _moves_off_the_cpu(call)
+
+
+def moves_a_module_back(tree: ast.AST) -> bool:
+    """Whether code moves a module back in place (`model.cpu()` as a statement of its own)."""
+    return any(isinstance(node, ast.Expr) and _moves_back(node.value) for node in nodes_below(tree))
 
 
 def _moves_off_the_cpu(call: ast.Call) -> bool:

@@ -266,6 +266,16 @@ class LoadWithoutMapLocation(Rule):
         "    def load(self, path):\n        self.actor.load_state_dict(torch.load(path))",
     )
     INVALID = (
+        # ... but not from what the caller's model computed: it may be on a GPU
+        Invalid(
+            "import os, torch\ndef evaluate(model, loader, cache):\n    if os.path.exists(cache):\n"
+            "        preds = torch.load(cache)\n    else:\n"
+            "        preds = torch.cat([model(x) for x, _ in loader])\n"
+            "        torch.save(preds, cache)\n"
+            "device = 'cuda' if torch.cuda.is_available() else 'cpu'",
+            4,
+            17,
+        ),
         # ... but here the copy moved to the CPU is not what it saves
         Invalid(
             "import os, torch\ndef extract(model, loader, save_file, device):\n"

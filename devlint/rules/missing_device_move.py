@@ -140,6 +140,11 @@ class MissingDeviceMove(FlowRule):
         "import torch\nfrom torch import nn\nfrom accelerate import Accelerator\n"
         "accelerator = Accelerator(device_placement=False)\n"
         "model = accelerator.prepare(nn.Linear(4, 2))\nout = model(torch.randn(3, 4))",
+        # `prepare_model(..., device_placement=False)`: this call places nothing
+        "import torch\nfrom torch import nn\nfrom accelerate import Accelerator\n"
+        "accelerator = Accelerator()\n"
+        "model = accelerator.prepare_model(nn.Linear(4, 2), device_placement=False)\n"
+        "out = model(torch.randn(3, 4))",
         # the CPU on some runs (`--cpu`): a device only then, which is no evidence of a mismatch
         "import torch\nfrom torch import nn\nfrom accelerate import Accelerator\n"
         "accelerator = Accelerator(cpu=args.cpu)\nmodel = accelerator.prepare(nn.Linear(4, 2))\n"
@@ -1216,7 +1221,8 @@ class MissingDeviceMove(FlowRule):
         else:
             place = "module" if _on_module_device(input_value) else "caller"
             follows = f"which is on the {place}'s device" + (f" ({evidence})" if evidence else "")
-        where = "inside `forward` " if input_value.kind is not Kind.TENSOR else ""
+        inside_forward = input_value.kind is not Kind.TENSOR and evidence.startswith("input ")
+        where = "inside `forward` " if inside_forward else ""
         factory = cpu_factory(value, created)
         if factory is not None:
             # Reported where the fix goes, `device=` on the factory, once for all its uses.

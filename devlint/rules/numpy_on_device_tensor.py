@@ -1,15 +1,19 @@
 from __future__ import annotations
 
 import ast
+from typing import TYPE_CHECKING, Optional
 
 from devlint.analysis.operations import Citations
 from devlint.analysis.prefilter import DEVICE_SOURCE_OR_TENSOR_TYPE
-from devlint.analysis.syntax import has_arguments, method_name
-from devlint.analysis.syntax_screen import SyntaxFacts
+from devlint.analysis.syntax import has_arguments, method_name, nodes_below
+from devlint.analysis.syntax_screen import PLOTTING_FUNCTIONS, SyntaxFacts
 from devlint.analysis.values import Kind, Value, Where, sequence_items
 from devlint.context import NodeEdit, RawFix
 from devlint.diagnostics import Applicability
 from devlint.rules.base import FlowRule, Invalid
+
+if TYPE_CHECKING:
+    from devlint.flow_context import FlowContext
 
 
 class NumpyOnDeviceTensor(FlowRule):
@@ -86,6 +90,21 @@ class NumpyOnDeviceTensor(FlowRule):
     required_patterns = (DEVICE_SOURCE_OR_TENSOR_TYPE,)
 
     VALID = (
+        # a class of the file with an `imshow` of its own: that code is read on its own
+        "import torch\nclass Viewer:\n    def imshow(self, t):\n        print(t.cpu().numpy())\n"
+        "viewer = Viewer()\nviewer.imshow(torch.rand(8, 8).cuda())",
+        # an `Accelerator` kept on the CPU: a module's methods run there
+        "import torch\nfrom torch import nn\nfrom accelerate import Accelerator\n"
+        "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.fc = nn.Linear(4, 2)\n    def weights(self):\n"
+        "        return self.fc.weight.detach().numpy()\n"
+        "model = Accelerator(cpu=True).prepare(Net())",
+        # a LightningModule moved back to the CPU for inference
+        "import torch\nimport pytorch_lightning as pl\nfrom torch import nn\n"
+        "class Lit(pl.LightningModule):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.encoder = nn.Linear(32, 2)\n    def predict(self, x):\n"
+        "        return self.encoder(x).argmax(1).numpy()\n"
+        "model = Lit.load_from_checkpoint('x.ckpt')\nmodel.cpu()",
         # a function dispatching on one argument's type takes its siblings in kind
         "import numpy as np, torch\ndef fit(y_center: torch.Tensor, y_scale: torch.Tensor):\n"
         "    if isinstance(y_center, torch.Tensor):\n        return torch.std(y_scale, dim=-1)\n"
@@ -248,6 +267,23 @@ class NumpyOnDeviceTensor(FlowRule):
             7,
             19,
             "`valid_mask` may be on a GPU (parameter `valid_mask`)",
+        ),
+        # a type test that is no tensor test says nothing of the siblings
+        Invalid(
+            "import torch\ndef apply(x: torch.Tensor, scale):\n"
+            "    if isinstance(scale, (int, float)):\n        return x.numpy() * scale\n"
+            "y = torch.ones(2).to('cuda')",
+            4,
+            16,
+        ),
+        # `.half()` of a module's output is a tensor
+        Invalid(
+            "import numpy as np, torch\nfrom torch import nn\nclass Net(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(3, 2)\n"
+            "    def forward(self, x):\n        return self.fc(x).half()\n"
+            "model = Net().cuda()\nm = np.mean(model(torch.randn(2, 3).cuda()))",
+            10,
+            13,
         ),
         # matplotlib converts what it draws with `np.asarray`: a list of losses on the GPU too
         Invalid(
@@ -538,6 +574,10 @@ class NumpyOnDeviceTensor(FlowRule):
     def may_fire_in(cls, facts: SyntaxFacts) -> bool:
         return facts.device_source or facts.tensor_parameter or facts.forward_method
 
+    def begin_analysis(self, analysis: FlowContext) -> None:
+        super().begin_analysis(analysis)
+        self._defined: Optional[set[str]] = None  # the names of the file's functions
+
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
         qualified = self.analysis.names.qualified_syntax_name(func) or ""
@@ -545,7 +585,7 @@ class NumpyOnDeviceTensor(FlowRule):
             if qualified not in _INSPECTING:
                 self._check_numpy_function(node, qualified)
             return
-        if _plotting_call(func, qualified):
+        if _plotting_call(func, qualified) and not self._defined_here(func):
             shown = qualified or self.analysis.source_of(func)  # `axes[0].imshow`
             self._check_numpy_function(node, shown)
             return
@@ -569,6 +609,19 @@ class NumpyOnDeviceTensor(FlowRule):
                 (NodeEdit.insert_before(method_name(func), "cpu()."),),
             ),
         )
+
+    def _defined_here(self, func: ast.expr) -> bool:
+        """`viewer.imshow(t)` where the file defines an `imshow` of its own: the analysis reads
+        that code on its own."""
+        if not isinstance(func, ast.Attribute):
+            return False
+        if self._defined is None:
+            self._defined = {
+                node.name
+                for node in nodes_below(self.analysis.tree)
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            }
+        return func.attr in self._defined
 
     def _check_numpy_function(self, node: ast.Call, qualified: str) -> None:
         """`np.mean(t)`, `np.stack([a, b])`: numpy converts its tensor arguments in host memory."""
@@ -673,13 +726,7 @@ _INSPECTING = frozenset(
 
 
 # matplotlib converts what it plots with `np.asarray`, which refuses a tensor off the CPU.
-_PYPLOT_PLOTTING = frozenset(
-    f"matplotlib.pyplot.{name}"
-    for name in (
-        "plot scatter imshow matshow hist hist2d bar barh errorbar fill_between step stem "
-        "semilogx semilogy loglog pcolormesh pcolor contour contourf boxplot violinplot"
-    ).split()
-)
+_PYPLOT_PLOTTING = frozenset(f"matplotlib.pyplot.{name}" for name in PLOTTING_FUNCTIONS)
 # Methods that show an image, whatever shows it (an `Axes`, `cv2`): none takes a GPU tensor.
 _IMAGE_SHOWING = frozenset({"imshow", "matshow"})
 _IMAGE_LIBRARIES = ("matplotlib.", "cv2.", "skimage.")
