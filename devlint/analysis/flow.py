@@ -192,6 +192,7 @@ class DeviceFlow(CallContexts):
         self._module = module
         self._device_source: Optional[bool] = None
         self._device_moves: Optional[bool] = None
+        self._moved_back: Optional[bool] = None  # (see `_moves_a_module_back`)
         self._flags: Optional[frozenset[str]] = None
         self._uses: Optional[NameUses] = None
         self._returns_tensor: dict[str, bool] = {}  # see `class_returns_tensor`
@@ -419,7 +420,7 @@ class DeviceFlow(CallContexts):
                 else method_name not in LIGHTNING_HOST_HOOKS
                 and not method_name.startswith("configure_")
                 and not method_name.endswith("_dataloader")
-                and not moves_a_module_back(self._module)  # `model.cpu()`: inference there
+                and not self._moves_a_module_back()  # `model.cpu()`: inference there
             )
             unit = Unit(
                 method,
@@ -679,6 +680,11 @@ class DeviceFlow(CallContexts):
             self._device_moves = keeps_modules_on_a_device(self._module)
         return self._device_moves
 
+    def _moves_a_module_back(self) -> bool:
+        if self._moved_back is None:
+            self._moved_back = moves_a_module_back(self._module)
+        return self._moved_back
+
     def _numbers_of(self, function: FunctionNode) -> frozenset[str]:
         numbers = self._numeric.get(function)
         if numbers is None:
@@ -803,7 +809,7 @@ class DeviceFlow(CallContexts):
         if tested is not None:
             device, equal = tested
             _place_on_cpu(body_env if equal else orelse_env, device)
-        _narrow_types(node.test, self.names, body_env, orelse_env, _parameter_names(unit))
+        _narrow_types(node.test, self.names, body_env, orelse_env, unit.function)
         flag = flag_tested(node.test)
         forgotten: tuple[Forgotten, Forgotten] = ({}, {})
         if flag is not None:
@@ -1127,16 +1133,20 @@ def _leaves_when_available(statement: ast.If, names: ImportMap) -> bool:
     return exits and not statement.orelse and _accelerator_tested(statement.test, names) is True
 
 
-def _parameter_names(unit: Unit) -> frozenset[str]:
-    if unit.function is None:
-        return frozenset()
-    arguments = unit.function.args
+def _is_parameter_of(name: str, function: Optional[FunctionNode]) -> bool:
+    if function is None:
+        return False
+    arguments = function.args
     every = (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)
-    return frozenset(parameter.arg for parameter in every)
+    return any(parameter.arg == name for parameter in every)
 
 
 def _narrow_types(
-    test: ast.expr, names: ImportMap, body_env: Env, orelse_env: Env, parameters: frozenset[str]
+    test: ast.expr,
+    names: ImportMap,
+    body_env: Env,
+    orelse_env: Env,
+    function: Optional[FunctionNode],
 ) -> None:
     """What a type test proves in each branch: no tensor where `isinstance(x, np.ndarray)`
     holds (its placement unknown), a tensor where `isinstance(x, torch.Tensor)` does."""
@@ -1147,7 +1157,7 @@ def _narrow_types(
             (orelse_env, narrowed.tensor_if_false),
         ):
             if not tensor and narrowed.name in branch_env:
-                if narrowed.tensor_if_true and narrowed.name in parameters:
+                if narrowed.tensor_if_true and _is_parameter_of(narrowed.name, function):
                     # A function dispatching on whether its argument is a tensor
                     # (`isinstance(y_center, torch.Tensor)`) takes its sibling arguments
                     # (`y_scale`) in kind where it is none.

@@ -169,10 +169,8 @@ def names_used_as_tensors(function: FunctionNode) -> set[str]:
             uses.append((node.value.id, node.lineno))
         elif isinstance(node, ast.Call) and (sized := size_called(node)) is not None:
             uses.append((sized, node.lineno))
-    modules = names_used_as_modules(function)
-    return {
-        name for name, line in uses if line <= first_store.get(name, line) and name not in modules
-    }
+    used = {name for name, line in uses if line <= first_store.get(name, line)}
+    return used - names_used_as_modules(function) if used else used
 
 
 def names_on_a_device(function: FunctionNode) -> dict[str, ast.Attribute]:
@@ -206,7 +204,10 @@ def names_on_a_device(function: FunctionNode) -> dict[str, ast.Attribute]:
             tensors.update(side.id for side in sides if isinstance(side, ast.Name))
         elif isinstance(node, ast.Call):
             tensors.update(_joined_names(node))
-    kept = tensors - tested - {"self"} - names_used_as_modules(function)
+    kept = tensors - tested - {"self"}
+    if not kept.intersection(reads):
+        return {}
+    kept -= names_used_as_modules(function)
     return {name: read for name, read in reads.items() if name in kept}
 
 
