@@ -162,9 +162,12 @@ def test_module_on_cuda_with_a_cpu_input_uses_the_generated_check(vgpu: dict[str
         "different from other tensors on cuda:0 (when checking argument in method "
         "wrapper_CUDA_addmm)"
     )
+    # A real GPU's words (an H200, torch 2.11): the small CPU input takes the slow kernel,
+    # whose CUDA wrapper checks devices before any type check.
     assert vgpu["conv_cpu_input"] == (
-        "RuntimeError: Input type (torch.FloatTensor) and weight type (torch.cuda.FloatTensor) "
-        "should be the same or input should be a MKLDNN tensor and weight is a dense tensor"
+        "RuntimeError: Expected all tensors to be on the same device, but got weight is on "
+        "cuda:0, different from other tensors on cpu (when checking argument in method "
+        "wrapper_CUDA___slow_conv2d_forward)"
     )
 
 

@@ -12,7 +12,10 @@ file PyTorch's code generator reads to write the CUDA kernels' wrappers:
   but found at least two devices, cuda:0 and cpu!"; a few (copies, indexing) move or index across
   devices on purpose and are listed in ``MIXING_ALLOWED``;
 - an operator with no CUDA kernel of its own (``CompositeExplicitAutograd``) checks nothing
-  itself: the operators it calls do, so the virtual GPU runs its composite kernel to reach them.
+  itself: the operators it calls do, so the virtual GPU runs its composite kernel to reach them;
+- an operator with no dispatch entry at all is ``CompositeImplicitAutograd``: the dispatcher
+  usually decomposes it before a tensor subclass sees it, and where it does not (``isclose``),
+  the virtual GPU decomposes it, so that the operators it calls check their devices.
 
 Parsing is line-based (the file's layout is regular and generated), so this module needs neither
 PyYAML nor torch. When the file is missing, ``fallback_rules`` gives a small explicit table and
@@ -36,16 +39,20 @@ class Check(str, enum.Enum):
     EXACT = "exact"  # generated check_and_update_common_device on every tensor argument
     ITERATOR = "iterator"  # TensorIterator: 0-dim CPU tensors may mix, nothing else
     COMPOSITE = "composite"  # no CUDA kernel: the operators it calls check
+    DECOMPOSE = "decompose"  # CompositeImplicitAutograd: what it calls checks
     NONE = "none"  # devices may differ on purpose (copies, indexing)
 
 
 # NoCheck operators that take tensors on different devices by design: copies between devices,
-# and indexing, whose index tensors may stay on the CPU.
+# and indexing, whose index tensors may stay on the CPU (the virtual GPU's `operator_checks`
+# hold what indexing does refuse). The CTC loss reads its lengths on the host and moves its
+# targets to the log-probabilities' device (checked on an H200, torch 2.11); its composite
+# kernel takes another path for tensor subclasses, so it is not decomposed either.
 MIXING_ALLOWED = frozenset(
     """copy_ _copy_from _copy_from_and_resize _to_copy to index index_put index_put_
     _index_put_impl_ _unsafe_index _unsafe_index_put set_ lift_fresh lift_fresh_copy
     _local_scalar_dense is_same_size _has_compatible_shallow_copy_type _pin_memory is_pinned
-    equal""".split()
+    ctc_loss _ctc_loss _ctc_loss_backward""".split()
 )
 
 
@@ -149,6 +156,9 @@ def _rule(entry: _Entry, by_name: dict[str, _Entry]) -> OpRule:
     base = entry.name.split(".", 1)[0]
     if base in MIXING_ALLOWED:
         return OpRule(Check.NONE)
+    delegated = {"structured_delegate", "ufunc_inner_loop"} & entry.fields.keys()
+    if not entry.dispatch_keys and not delegated:
+        return OpRule(Check.DECOMPOSE)
     if not _has_cuda(entry, by_name):
         composite = entry.dispatch_keys & {
             "CompositeExplicitAutograd",

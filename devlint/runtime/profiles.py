@@ -59,13 +59,36 @@ _NO_DEVICE = DeviceError(
     "without an accelerator",
     "device() received an invalid combination of arguments - got (NoneType), ...",
 )
+# Every wording of a device mix a real GPU gave in `bench/vgpu_parity` (an H200, torch 2.11):
+# the generated checks, TensorIterator's, and those kernels write by hand.
 _SAME_DEVICE = DeviceError(
     r"Expected all tensors to be on the same device"
+    r"|Input type \(torch\.cuda\.\w+\) and \w+ type \(torch\.\w+\) should be the same"
+    r"|Input type \(torch\.\w+\) and \w+ type \(torch\.cuda\.\w+\) should be the same"
     r"|should be the same or input should be a MKLDNN tensor"
-    r"|module must have its parameters and buffers on device",
+    r"|indices should be either on cpu or on the same device as the indexed tensor"
+    r"|expected self and mask to be on the same device"
+    r"|masked_fill_: Expected inputs to be on same device"
+    r"|Trying to pass too many CPU scalars to non-CPU kernel"
+    r"|Input and (parameter|hidden) tensors are not at the same device"
+    r"|Expected query, key, and value to have the same device type"
+    r"|module must have its parameters and buffers on device"
+    r"|The values for attribute 'device' do not match",  # torch.testing.assert_close
     VGPU,
     "one operation mixes tensors on different devices",
     "Expected all tensors to be on the same device, but found at least two devices, ...",
+)
+_GENERATOR = DeviceError(
+    r"Expected a '(cuda|mps)' device type for generator but found 'cpu'",
+    VGPU,
+    "a CPU `torch.Generator` draws numbers for a tensor on a GPU",
+    "Expected a 'cuda' device type for generator but found 'cpu'",
+)
+_PIN_GPU_TENSOR = DeviceError(
+    r"cannot pin 'torch\.(cuda|mps)\.\w+' only dense CPU tensors can be pinned",
+    VGPU,
+    "`pin_memory()` on a tensor already on a GPU",
+    "cannot pin 'torch.cuda.FloatTensor' only dense CPU tensors can be pinned",
 )
 _NUMPY = DeviceError(
     r"can't convert (cuda|mps)(:\d+)? device type tensor",
@@ -106,6 +129,8 @@ DEVICE_ERRORS = (
     _NO_ACCELERATOR,
     _NO_DEVICE,
     _SAME_DEVICE,
+    _GENERATOR,
+    _PIN_GPU_TENSOR,
     _NUMPY,
     _PACKED_LENGTHS,
     _ORDINAL,

@@ -1,8 +1,8 @@
-"""The device checks PyTorch makes on a CUDA device, with PyTorch's own wording.
+"""The device checks torchgen writes into CUDA kernels' wrappers, with PyTorch's own wording.
 
 Each function receives an operator and its arguments as ``__torch_dispatch__`` sees them, where a
 virtual tensor stands for a tensor on ``cuda:0``, and raises the ``RuntimeError`` a real GPU would
-raise. Which check applies to which operator comes from ``device_rules`` (native_functions.yaml).
+raise. Which check applies to which operator is ``operator_checks``' choice.
 """
 
 from __future__ import annotations
@@ -13,22 +13,16 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from devlint.runtime.device_rules import Check, OpRule, rule_for
+from devlint.runtime.device_rules import OpRule
 from devlint.runtime.vgpu import shown
 
 # pytest hides this module's frames from tracebacks, as it hides its own: a device error
 # raised here belongs to the user's line that called torch.
 __tracebackhide__ = True
 
-# The operators whose CUDA path checks input and weight types before anything else
-# (`check_input_same_type_as_parameters` in ATen's Convolution.cpp).
-CONVOLUTIONS = frozenset(
-    {"convolution", "_convolution", "convolution_overrideable", "conv1d", "conv2d", "conv3d"}
-)
-
 # Python's spelling of tensor types in error messages (torch/csrc/Exceptions.cpp rewrites ATen's
 # `CUDAFloatType` into `torch.cuda.FloatTensor`).
-_LEGACY_NAMES = {
+LEGACY_NAMES = {
     torch.float32: "FloatTensor",
     torch.float64: "DoubleTensor",
     torch.float16: "HalfTensor",
@@ -53,7 +47,7 @@ class DeviceErrorRecord:
 LAST_ERROR: list[DeviceErrorRecord] = []  # at most one; a list so that it can be replaced
 
 
-def _fail(message: str, operands: Sequence[torch.Tensor]) -> None:
+def fail(message: str, operands: Sequence[torch.Tensor]) -> None:
     cpu = [tensor for tensor in operands if tensor.device.type == "cpu"]
     LAST_ERROR[:] = [DeviceErrorRecord(message, cpu)]
     raise RuntimeError(message)
@@ -64,7 +58,7 @@ def device_name(tensor: torch.Tensor, is_virtual: Callable[[torch.Tensor], bool]
 
 
 def type_name(tensor: torch.Tensor, is_virtual: Callable[[torch.Tensor], bool]) -> str:
-    name = _LEGACY_NAMES.get(tensor.dtype, f"{tensor.dtype}Tensor".replace("torch.", ""))
+    name = LEGACY_NAMES.get(tensor.dtype, f"{tensor.dtype}Tensor".replace("torch.", ""))
     return f"torch.{shown.TYPE}.{name}" if is_virtual(tensor) else f"torch.{name}"
 
 
@@ -80,6 +74,7 @@ class _Operand:
     name: str
     tensor: torch.Tensor
     is_output: bool
+    in_place: bool = False  # the operator writes into this argument (`add_`'s self)
 
 
 def _tensors(value: Any) -> Iterator[torch.Tensor]:
@@ -123,7 +118,7 @@ def check_exact(
         if common is None:
             common = device
         elif device != common:
-            _fail(
+            fail(
                 "Expected all tensors to be on the same device, but got "
                 f"{operand.name} is on {device}, different from other tensors on {common} "
                 f"(when checking argument in method {rule.method})",
@@ -131,20 +126,57 @@ def check_exact(
             )
 
 
+def _check_in_place_shape(operands: Sequence[_Operand]) -> None:
+    """TensorIteratorBase::compute_shape, which runs before the device check: an in-place
+    operand cannot grow to the inputs' broadcast shape."""
+    written = [operand.tensor for operand in operands if operand.in_place]
+    if not written:
+        return
+    try:
+        shapes = [operand.tensor.shape for operand in operands]
+        broadcast = torch.broadcast_shapes(*shapes)  # type: ignore[no-untyped-call]
+    except RuntimeError:
+        return  # the operator itself says which sizes differ
+    for tensor in written:
+        if tensor.shape != broadcast:
+            raise RuntimeError(
+                f"output with shape {list(tensor.shape)} doesn't match the broadcast shape "
+                f"{list(broadcast)}"
+            )
+
+
+# Operators that move their 0-dim CPU operands to the common device before iterating, so any
+# number of them may mix (`torch.where(cond, 0.0-dim CPU tensor, ...)`, checked on an H200).
+_ANY_CPU_SCALARS = frozenset({"where"})
+
+
 def _iterator_group(
-    operands: Sequence[_Operand], is_virtual: Callable[[torch.Tensor], bool]
+    operands: Sequence[_Operand],
+    is_virtual: Callable[[torch.Tensor], bool],
+    scalar_limit: Optional[int] = 1,
 ) -> None:
-    """TensorIteratorBase::compute_types: the first non-CPU device is common; 0-dim CPU inputs
-    may mix with it, nothing else may."""
+    """TensorIteratorBase::compute_types: the first non-CPU device is common; one 0-dim CPU
+    input may mix with it (a second is "too many CPU scalars"), nothing else may."""
+    _check_in_place_shape(operands)
     devices = [device_name(operand.tensor, is_virtual) for operand in operands]
+    scalars = [
+        not operand.is_output and device == "cpu" and operand.tensor.dim() == 0
+        for operand, device in zip(operands, devices)
+    ]
     common = next((device for device in devices if device != "cpu"), "cpu")
-    for operand, device in zip(operands, devices):
+    cpu_scalars = 0
+    for device, scalar in zip(devices, scalars):
         if device == common:
             continue
-        scalar = not operand.is_output and device == "cpu" and operand.tensor.dim() == 0
         if common != "cpu" and scalar:
+            cpu_scalars += 1
+            if scalar_limit is not None and cpu_scalars > scalar_limit:
+                fail(
+                    "Trying to pass too many CPU scalars to non-CPU kernel!",
+                    [other.tensor for other in operands],
+                )
             continue
-        _fail(
+        fail(
             "Expected all tensors to be on the same device, but found at least two devices, "
             f"{common} and {device}!",
             [other.tensor for other in operands],
@@ -161,58 +193,13 @@ def check_iterator(
     for index, argument in enumerate(func._schema.arguments):
         value = args[index] if index < len(args) else kwargs.get(argument.name)
         is_output = argument.alias_info is not None and argument.alias_info.is_write
-        operands.append([_Operand(argument.name, t, is_output) for t in _tensors(value)])
+        in_place = is_output and not argument.kwarg_only
+        operands.append([_Operand(argument.name, t, is_output, in_place) for t in _tensors(value)])
     if op_name(func).startswith("_foreach_"):
         # Foreach kernels fall back to one operation per index when devices differ.
         for group in zip(*(group for group in operands if group)):
             _iterator_group(sorted(group, key=lambda op: not op.is_output), is_virtual)
         return
     flat = [operand for group in operands for operand in group]
-    _iterator_group(sorted(flat, key=lambda op: not op.is_output), is_virtual)
-
-
-def check_convolution(args: Sequence[Any], is_virtual: Callable[[torch.Tensor], bool]) -> None:
-    data, weight = args[0], args[1]
-    bias = args[2] if len(args) > 2 else None
-    where = [is_virtual(data), is_virtual(weight)]
-    for role, parameter in (("weight", weight), ("bias", bias)):
-        if not isinstance(parameter, torch.Tensor) or is_virtual(parameter) == where[0]:
-            continue
-        _fail(
-            f"Input type ({type_name(data, is_virtual)}) and {role} type "
-            f"({type_name(parameter, is_virtual)}) should be the same or input should be a "
-            f"MKLDNN tensor and {role} is a dense tensor",
-            [data, parameter],
-        )
-
-
-def check_packed_lengths(args: Sequence[Any], is_virtual: Callable[[torch.Tensor], bool]) -> None:
-    """`_pack_padded_sequence` reads its lengths in host memory (ATen's PackedSequence.cpp)."""
-    lengths = args[1] if len(args) > 1 else None
-    if isinstance(lengths, torch.Tensor) and is_virtual(lengths):
-        kind = _LEGACY_NAMES.get(lengths.dtype, str(lengths.dtype)).removesuffix("Tensor")
-        _fail(
-            "'lengths' argument should be a 1D CPU int64 tensor, but got "
-            f"{lengths.dim()}D {shown.name()} {kind} tensor",
-            [lengths],
-        )
-
-
-def check(
-    func: torch._ops.OpOverload,
-    args: Sequence[Any],
-    kwargs: dict[str, Any],
-    is_virtual: Callable[[torch.Tensor], bool],
-) -> Check:
-    """Raise PyTorch's error when the operands' devices break the operator's rule; otherwise
-    return the rule's kind (the caller runs composite operators through their kernel)."""
-    name = op_name(func)
-    if name.split(".", 1)[0] in CONVOLUTIONS:
-        check_convolution(args, is_virtual)
-        return Check.NONE
-    rule = rule_for(name)
-    if rule.check is Check.EXACT:
-        check_exact(rule, func, args, kwargs, is_virtual)
-    elif rule.check is Check.ITERATOR:
-        check_iterator(func, args, kwargs, is_virtual)
-    return rule.check
+    limit = None if op_name(func).split(".", 1)[0] in _ANY_CPU_SCALARS else 1
+    _iterator_group(sorted(flat, key=lambda op: not op.is_output), is_virtual, limit)

@@ -125,14 +125,54 @@ def _via_cpu(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
 
 
 def _pin_memory(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    return args[0]  # pinned memory needs a real driver; unpinned memory moves the same way
+    tensor = args[0]
+    if isinstance(tensor, VirtualTensor):
+        raise RuntimeError(f"cannot pin '{tensor.type()}' only dense CPU tensors can be pinned")
+    return tensor  # pinned memory needs a real driver; unpinned memory moves the same way
 
 
 def _is_pinned(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     return False
 
 
+def _host_values(data: Any) -> Any:
+    """Nested lists with each GPU tensor read back to the host, as `torch.tensor` reads them."""
+    if isinstance(data, VirtualTensor):
+        return data.detach().cpu()
+    if type(data) is list or type(data) is tuple:
+        return type(data)(_host_values(item) for item in data)
+    return data
+
+
+def _new_tensor(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """`torch.tensor([a, b])` of GPU scalars copies their values (C++ would meet the
+    virtual backend with Python dispatch off)."""
+    if args and (type(args[0]) is list or type(args[0]) is tuple):
+        args = (_host_values(args[0]), *args[1:])
+    if "device" in kwargs:
+        kwargs = {**kwargs, "device": map_device(kwargs["device"])}
+    return func(*args, **kwargs)
+
+
+_CTC_OPERANDS = ("log_probs", "targets", "input_lengths", "target_lengths")
+_CTC_PARAMETERS = (*_CTC_OPERANDS, "blank", "reduction", "zero_infinity")
+
+
+def _ctc_loss(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """A GPU's CTC loss reads CPU lengths on the host and moves CPU targets to the GPU; ATen's
+    path for tensor subclasses would mix them instead, so they move first."""
+    named = {**dict(zip(_CTC_PARAMETERS, args)), **kwargs}
+    if isinstance(named.get("log_probs"), VirtualTensor):
+        for name in _CTC_OPERANDS[1:]:
+            value = named.get(name)
+            if isinstance(value, torch.Tensor) and not isinstance(value, VirtualTensor):
+                named[name] = value.to(vt.VIRTUAL)
+    return func(**named)
+
+
 _HANDLERS: dict[Any, Callable[[Callable[..., Any], tuple[Any, ...], dict[str, Any]], Any]] = {
+    torch.nn.functional.ctc_loss: _ctc_loss,
+    torch.tensor: _new_tensor,
     torch.Tensor.to: _to,
     torch.Tensor.cuda: _cuda,
     torch.Tensor.numpy: _numpy,
@@ -141,6 +181,18 @@ _HANDLERS: dict[Any, Callable[[Callable[..., Any], tuple[Any, ...], dict[str, An
     torch.Tensor.pin_memory: _pin_memory,
     torch.Tensor.is_pinned: _is_pinned,
 }
+
+
+def _check_generator(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """A CPU generator draws for the CPU only (``check_generator`` in ATen)."""
+    generator = kwargs.get("generator")
+    if not isinstance(generator, torch.Generator) or generator.device.type != "cpu":
+        return
+    on_gpu = kwargs.get("device") == vt.VIRTUAL or any(
+        isinstance(value, VirtualTensor) for value in args
+    )
+    if on_gpu:
+        raise RuntimeError(f"Expected a '{shown.TYPE}' device type for generator but found 'cpu'")
 
 
 def _speak_cuda(error: BaseException) -> None:
@@ -164,6 +216,8 @@ class VirtualCudaMode(TorchFunctionMode):
                 return handler(func, args, kwargs)
             if "device" in kwargs:
                 kwargs["device"] = map_device(kwargs["device"])
+            if "generator" in kwargs:
+                _check_generator(args, kwargs)
             return func(*args, **kwargs)
         except (RuntimeError, TypeError, ValueError, AssertionError) as error:
             _speak_cuda(error)

@@ -23,7 +23,7 @@ import torch
 
 from devlint.runtime.device_rules import Check
 from devlint.runtime.profiles import MPS_FLOAT64_MESSAGE
-from devlint.runtime.vgpu import checks, shown
+from devlint.runtime.vgpu import checks, operator_checks, shown
 from devlint.runtime.vgpu.kernels import CUDA_ONLY
 
 # pytest hides this module's frames from tracebacks, as it hides its own: a device error
@@ -137,24 +137,27 @@ class _Unwrapped:
     """Arguments with each wrapper replaced by its CPU tensor. Operator arguments nest at most
     lists of tensors, so a hand-written walk replaces torch's pytree (a third of the cost)."""
 
-    __slots__ = ("plain", "wrappers")
+    __slots__ = ("virtual", "wrappers")
 
     def __init__(self) -> None:
-        self.wrappers: dict[int, VirtualTensor] = {}  # id(CPU tensor) -> its wrapper
-        self.plain = False  # whether a tensor not on the virtual GPU takes part
+        # id(CPU tensor) -> what the caller passed: its wrapper, or itself where it was plain
+        # (in-place and out= operators return their argument, which must stay as it came)
+        self.wrappers: dict[int, torch.Tensor] = {}
+        self.virtual = False  # whether a tensor on the virtual GPU takes part
 
     def value(self, value: Any) -> Any:
         if isinstance(value, VirtualTensor):
             self.wrappers[id(value._inner)] = value
+            self.virtual = True
             return value._inner
         if isinstance(value, torch.Tensor):
-            self.plain = True
+            self.wrappers[id(value)] = value
         elif type(value) is list or type(value) is tuple:
             return type(value)(self.value(item) for item in value)
         return value
 
 
-def _rewrap(value: Any, wrappers: dict[int, VirtualTensor], virtual: bool) -> Any:
+def _rewrap(value: Any, wrappers: dict[int, torch.Tensor], virtual: bool) -> Any:
     if isinstance(value, torch.Tensor):
         known = wrappers.get(id(value))  # in-place and out= operators return their argument
         if known is not None:
@@ -187,9 +190,7 @@ def _call_on_cpu(
     cpu_args = tuple(unwrapped.value(value) for value in args)
     cpu_kwargs, virtual = _to_cpu_device({k: unwrapped.value(v) for k, v in kwargs.items()})
     out = func(*cpu_args, **cpu_kwargs)
-    return _rewrap(
-        out, unwrapped.wrappers, bool(unwrapped.wrappers) if virtual is None else virtual
-    )
+    return _rewrap(out, unwrapped.wrappers, unwrapped.virtual if virtual is None else virtual)
 
 
 def run_on_cpu(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -227,10 +228,15 @@ _PACK_PADDED = torch.ops.aten._pack_padded_sequence.default
 
 def dispatch(func: torch._ops.OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     if func is _PACK_PADDED:
-        checks.check_packed_lengths(args, is_virtual)  # (its lengths are read on the host)
+        operator_checks.check_packed_lengths(args, is_virtual)  # (lengths are read on the host)
     mixed = _has_plain_tensor(args) or _has_plain_tensor(kwargs.values())
-    if mixed and checks.check(func, args, kwargs, is_virtual) is Check.COMPOSITE:
+    rule = operator_checks.check(func, args, kwargs, is_virtual) if mixed else Check.NONE
+    if rule is Check.COMPOSITE:
         return _run_composite(func, args, kwargs)
+    if rule is Check.DECOMPOSE:
+        decomposed = func.decompose(*args, **kwargs)
+        if decomposed is not NotImplemented:
+            return decomposed
     substitute = CUDA_ONLY.get(func._schema.name.split("::", 1)[-1]) if CUDA_ONLY else None
     return run_on_cpu(substitute or func, args, kwargs)
 
