@@ -63,6 +63,13 @@ EXPECTED: dict[str, list[tuple[int, int, str, str]]] = {
             "`torch.arange(max_len)` creates a tensor on the CPU that is combined with "
             "`lengths[:, None]` at line 14, which is on the caller's device (parameter `lengths`)",
         ),
+        (
+            24,
+            23,
+            "DEV005",
+            "`torch.tensor(100.0)` creates a tensor on the CPU that is combined with `logits` at "
+            "line 25, which is on the caller's device (parameter `logits`)",
+        ),
     ],
     "optional_gpu.py": [
         (
@@ -178,7 +185,7 @@ ALL_FINDINGS = sorted(
     ]
 )
 FIXTURE_CODES = {code for *_, code in ALL_FINDINGS}
-SUMMARY = "Found 33 problems in 13 files (17 files checked)."
+SUMMARY = "Found 34 problems in 13 files (17 files checked)."
 
 
 @pytest.fixture
@@ -269,7 +276,7 @@ def test_statistics_prints_only_the_counts_with_ruffs_fixable_marker(work: Path)
         f"{count:>{width}}\t{code}\t{'[*]' if code in safe else '[ ]'} {RULES_BY_CODE[code].name}"
         for code, count in rows
     ]
-    assert result.stdout.splitlines()[0] == "10\tDEV005\t[ ] missing-device-move"
+    assert result.stdout.splitlines()[0] == "11\tDEV005\t[ ] missing-device-move"
     # With --unsafe-fixes the unsafe fixes count as fixable too.
     unsafe = run_cli("--statistics", "--unsafe-fixes", "fixtures", cwd=work).stdout
     assert " 2\tDEV008\t[*] load-without-map-location" in unsafe.splitlines()

@@ -8,7 +8,12 @@ from dataclasses import dataclass, replace
 from typing import Optional
 
 from devlint.analysis.flow import DeviceFlow
-from devlint.analysis.torch_api import OPERAND_METHODS, combines_operands, device_compared
+from devlint.analysis.torch_api import (
+    OPERAND_METHODS,
+    combines_operands,
+    device_compared,
+    refuses_cpu_scalars,
+)
 from devlint.analysis.values import (
     Kind,
     Placement,
@@ -54,7 +59,22 @@ def operands(node: ast.AST, flow: DeviceFlow) -> list[tuple[ast.expr, Value]]:
     pairs = [(part, iteration_value(flow, part)) for part in parts]
     if isinstance(node, ast.AugAssign):
         return _in_place(pairs)
+    if isinstance(node, ast.Call):
+        return _refusing_cpu_scalars(node, flow, pairs)
     return pairs
+
+
+def _refusing_cpu_scalars(
+    call: ast.Call, flow: DeviceFlow, pairs: list[tuple[ast.expr, Value]]
+) -> list[tuple[ast.expr, Value]]:
+    """`x.clamp(low, high)`, `x.masked_fill(mask, v)`: a 0-dim CPU tensor is no number there."""
+    refusing = refuses_cpu_scalars(call, flow.names.qualified_syntax_name(call.func))
+    if not refusing:
+        return pairs
+    return [
+        (part, as_compared_by_device(value) if any(part is r for r in refusing) else value)
+        for part, value in pairs
+    ]
 
 
 def iteration_value(flow: DeviceFlow, part: ast.expr) -> Value:
@@ -86,7 +106,9 @@ def _in_place(pairs: list[tuple[ast.expr, Value]]) -> list[tuple[ast.expr, Value
 def _call_operands(node: ast.Call) -> Iterator[ast.expr]:
     passed = [arg.value if isinstance(arg, ast.Starred) else arg for arg in node.args]
     passed.extend(
-        keyword.value for keyword in node.keywords if keyword.arg in ("input", "other", "tensors")
+        keyword.value
+        for keyword in node.keywords
+        if keyword.arg in ("input", "other", "tensors", "min", "max", "mask")
     )
     for value in passed:
         if isinstance(value, (ast.List, ast.Tuple)):

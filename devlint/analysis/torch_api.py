@@ -13,7 +13,7 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 
 def _load_table() -> dict[str, Any]:
@@ -88,6 +88,37 @@ KEEPING_FUNCTIONS = _torch(
     *_LINALG_COMBINING,
     *_LINALG_KEEPING,
 )
+_CLAMPS = ("clamp", "clip", "clamp_", "clip_", "clamp_min", "clamp_max", "clamp_min_", "clamp_max_")
+# Operations whose kernels take no 0-dim CPU tensor beside tensors on a GPU, as other operations
+# take one as a number (recorded on an H200 by `bench/vgpu_parity`): tensor bounds, exact
+# comparisons, searches, and the mask of `masked_fill` (whose value may be one).
+_NO_CPU_SCALAR_OPERATIONS = frozenset(
+    {*_CLAMPS, "equal", "allclose", "isin", "bucketize", "searchsorted", "dot"}
+)
+_MASKED_FILLS = frozenset({"masked_fill", "masked_fill_"})
+
+
+def refuses_cpu_scalars(call: ast.Call, qualified: Optional[str]) -> list[ast.expr]:
+    """The operands of ``call`` that a 0-dim CPU tensor cannot be when another is on a GPU:
+    every operand of a clamp, an exact comparison or a search; `masked_fill`'s receiver and
+    mask. ``qualified`` is the torch function called, None for a tensor method."""
+    receiver: list[ast.expr] = []
+    if qualified is None and isinstance(call.func, ast.Attribute):
+        name, receiver = call.func.attr, [call.func.value]
+    elif qualified is not None and qualified.startswith("torch."):
+        name = qualified.rpartition(".")[2]
+    else:
+        return []
+    passed = [arg for arg in call.args if not isinstance(arg, ast.Starred)]
+    if name in _NO_CPU_SCALAR_OPERATIONS:
+        bounds = [k.value for k in call.keywords if k.arg in ("min", "max", "other", "input")]
+        return receiver + passed + bounds
+    if name in _MASKED_FILLS and receiver:
+        masks = passed[:1] or [k.value for k in call.keywords if k.arg == "mask"]
+        return receiver + masks
+    return []
+
+
 # Those whose tensor arguments are all operands that must share one device (lengths, batch
 # sizes and index lists, which torch takes on the CPU, keep a function out). By hand: functions
 # whose index or bound operands must be on the input's device too.
@@ -118,6 +149,10 @@ OPERAND_METHODS = _names(
     *(
         "masked_fill masked_fill_ mm bmm index_select gather scatter scatter_ index_add index_add_"
     ).split(),
+    *_CLAMPS,
+    "equal",
+    "allclose",
+    "dot",
 ) - {"copy_", "expand_as", "reshape_as", "view_as", "type_as", "map_"}
 # Tensor factories as methods: `x.new_zeros(...)` lives where `x` does.
 NEW_METHODS = _names("new_methods")

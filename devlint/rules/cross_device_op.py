@@ -38,8 +38,11 @@ class CrossDeviceOp(FlowRule):
     appears on a machine with a GPU.
 
     Python numbers and 0-dim CPU tensors (`torch.tensor(2.0)`, `x.sum()`) may
-    legally mix with tensors on any device and are never flagged; neither is an
-    operand whose device is not known. Arithmetic with a CPU tensor of elements
+    legally mix with tensors on any device and are not flagged, except where a
+    GPU refuses them (as recorded on one): the bounds of `clamp`/`clip`, the
+    mask of `masked_fill`, `torch.equal`, `allclose`, `isin`, `bucketize`,
+    `searchsorted` and `dot`. An operand whose device is not known is never
+    flagged. Arithmetic with a CPU tensor of elements
     (`torch.zeros(3) * rate`) stays on the CPU whatever the other operand is:
     a tensor on a device there, even a 0-dim one, fails at that line.
 
@@ -111,6 +114,9 @@ class CrossDeviceOp(FlowRule):
         "    return out + torch.ones(3).to('cuda')",
         "import torch\nx = torch.zeros(3).cuda()\ny = x + 1",
         "import torch\nx = torch.zeros(3).cuda()\ny = x * torch.tensor(2.0)",
+        # `masked_fill`'s value, unlike its mask, may be a 0-dim CPU tensor; so may `where`'s
+        "import torch\nx = torch.zeros(3).cuda()\ny = x.masked_fill(x > 0, torch.tensor(2.0))",
+        "import torch\nx = torch.zeros(3).cuda()\ny = torch.where(x > 0, x, torch.tensor(0.0))",
         "import torch\nx = torch.zeros(3).cuda()\ny = x * torch.full((), 2.0)",
         "import torch\nx = torch.zeros(3).cuda()\ny = x + torch.zeros(3).cuda()",
         "import torch\nx = torch.zeros(3).to(device)\ny = x + torch.ones(3, device=device)",
@@ -188,6 +194,25 @@ class CrossDeviceOp(FlowRule):
             3,
             1,
             "`torch.tensor(2.0)` is on the CPU",
+        ),
+        # a GPU refuses a 0-dim CPU tensor as a clamp's bound, or as `masked_fill`'s mask
+        Invalid(
+            "import torch\nx = torch.ones(3).cuda()\nlow = torch.tensor(0.0)\n"
+            "y = x.clamp(low, 1.0)",
+            3,
+            7,
+            "`torch.tensor(0.0)` creates a tensor on the CPU that line 4 mixes with `x`",
+        ),
+        Invalid(
+            "import torch\nx = torch.ones(3).cuda()\ny = torch.clamp(x, min=torch.tensor(0.0))",
+            3,
+            5,
+        ),
+        Invalid(
+            "import torch\nx = torch.ones(3).cuda()\nkeep = torch.tensor(True)\n"
+            "y = x.masked_fill(keep, 0.0)",
+            3,
+            8,
         ),
         # a CPU table indexed with indices on a device
         Invalid(

@@ -4,11 +4,12 @@ import ast
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Optional, Union
 
+from devlint.analysis.cached_tensors import CachedTensor, cached_tensors
 from devlint.analysis.calls import converts_dtype
 from devlint.analysis.contexts import defaults_of
 from devlint.analysis.names import ImportMap
 from devlint.analysis.parameters import TENSOR_TYPES
-from devlint.analysis.prefilter import FORWARD_METHOD, SELF_FACTORY_ASSIGNMENT
+from devlint.analysis.prefilter import FORWARD_METHOD, SELF_FACTORY_ASSIGNMENT, AnyOf
 from devlint.analysis.syntax import (
     argument,
     call_arguments,
@@ -49,11 +50,18 @@ class TensorAttributeNotBuffer(FlowRule):
     call's result (`self.weights[i] * criterion(out, y)`): each item is a 0-dim
     tensor, which PyTorch mixes with tensors on any device.
 
+    Also flags a cache: an attribute `__init__` sets to `None` that `forward`
+    (or a method it runs) fills, under a condition that never asks where the
+    cached tensor is, with a tensor made on the inputs' device (`device=x.device`,
+    `.to(device)`) and then uses.
+
     ## Why is this bad?
     `model.to(device)` moves parameters and buffers, not plain attributes: the
     tensor stays on the CPU while everything else moves, and `forward` fails on
     the GPU with "Expected all tensors to be on the same device". It is also
-    missing from `state_dict()`.
+    missing from `state_dict()`. A cached tensor stays where the first call made
+    it: after the model moves (trained on a GPU, then run on the CPU), `forward`
+    reuses it on the old device until the cache's condition holds again.
 
     ## Example
     ```python
@@ -73,6 +81,7 @@ class TensorAttributeNotBuffer(FlowRule):
             super().__init__()
             self.register_buffer("scale", torch.ones(16))  # or nn.Parameter(...)
     ```
+    and for a cache, `self.register_buffer("mask", None, persistent=False)`.
 
     ## Fix safety
     No automatic fix yet.
@@ -82,7 +91,8 @@ class TensorAttributeNotBuffer(FlowRule):
     name = "tensor-attribute-not-buffer"
     summary = "plain tensor attribute of an nn.Module used in forward"
     trigger_tokens = ("forward",)
-    required_patterns = (FORWARD_METHOD, SELF_FACTORY_ASSIGNMENT)
+    # a factory stored on `self`, or a cache that starts as `self.x = None`
+    required_patterns = (FORWARD_METHOD, AnyOf(("= None",), (SELF_FACTORY_ASSIGNMENT,)))
 
     VALID = (
         # moved by `__init__` itself
@@ -156,6 +166,31 @@ class TensorAttributeNotBuffer(FlowRule):
         "import torch\nfrom torch import nn\nclass Empty(nn.Module):\n"
         "    def __init__(self):\n        super().__init__()\n        self.p = torch.rand(3, 3)\n"
         "    def forward(self, *args, **kwargs):\n        return {'loss': self.p.sum()}",
+        # caches that ask where the cached tensor is, are made again on every call, or are
+        # registered buffers
+        "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.mask = None\n"
+        "    def forward(self, x):\n"
+        "        if self.mask is None or self.mask.device != x.device:\n"
+        "            self.mask = torch.ones(x.size(1), device=x.device)\n"
+        "        return x * self.mask",
+        "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.mask = None\n"
+        "    def forward(self, x):\n"
+        "        self.mask = torch.ones(x.size(1), device=x.device)\n"
+        "        return x * self.mask",
+        "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n"
+        "        self.register_buffer('mask', None, persistent=False)\n"
+        "    def forward(self, x):\n        if self.mask is None:\n"
+        "            self.mask = torch.ones(x.size(1), device=x.device)\n"
+        "        return x * self.mask",
+        # a cache read through a move to the input's device
+        "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.mask = None\n"
+        "    def forward(self, x):\n        if self.mask is None:\n"
+        "            self.mask = torch.ones(x.size(1), device=x.device)\n"
+        "        return x * self.mask.to(x.device)",
         # an item of a vector of numbers, taken by a loop's counter: a 0-dim tensor, which
         # mixes with tensors on any device as a number does
         "import torch\nfrom torch import nn\nclass MultiScale(nn.Module):\n"
@@ -167,6 +202,32 @@ class TensorAttributeNotBuffer(FlowRule):
         "        return loss",
     )
     INVALID = (
+        # a cache filled on the inputs' device, refreshed when the batch size changes
+        Invalid(
+            "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n"
+            "        self.mask = None\n        self.size = 0\n"
+            "    def forward(self, x):\n        if x.size(0) != self.size:\n"
+            "            self.mask = self.make_mask(x.size(0), device=x.device)\n"
+            "            self.size = x.size(0)\n"
+            "        return x * self.mask\n"
+            "    def make_mask(self, n, device):\n        return torch.ones(n, device=device)",
+            6,
+            9,
+            "`self.mask` caches a tensor made on the inputs' device (line 10)",
+        ),
+        # filled once, moved to where the first input was
+        Invalid(
+            "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
+            "    def __init__(self, n):\n        super().__init__()\n        self.pos = None\n"
+            "        self.n = n\n"
+            "    def forward(self, x):\n        device = x.device\n"
+            "        if self.pos is None:\n            self.pos = torch.arange(self.n).to(device)\n"
+            "        return x + self.pos",
+            6,
+            9,
+            "whenever `self.pos is None` is false",
+        ),
         # a dtype conversion keeps the device
         Invalid(
             "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
@@ -289,7 +350,7 @@ class TensorAttributeNotBuffer(FlowRule):
 
     @classmethod
     def may_fire_in(cls, facts: SyntaxFacts) -> bool:
-        return facts.forward_method and facts.cpu_tensor_source
+        return facts.forward_method and (facts.cpu_tensor_source or facts.device_source)
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         if not self.analysis.flow.is_module_class(node.name):
@@ -327,6 +388,20 @@ class TensorAttributeNotBuffer(FlowRule):
                     f'`self.register_buffer("{attribute}", ...)` or wrap it in `nn.Parameter`',
                     (use,),
                 )
+        for cached in cached_tensors(init, run_by_forward, node.body):
+            self._report_cache(cached)
+
+    def _report_cache(self, cached: CachedTensor) -> None:
+        name = cached.attribute
+        condition = self.analysis.source_of(cached.condition, 50)
+        self.report(
+            cached.initialised,
+            f"`self.{name}` caches a tensor made on the inputs' device (line {{line0}}), which "
+            f"`model.to(device)` does not move: after a move, `forward` reuses it (line "
+            f"{{line1}}) on the old device whenever `{condition}` is false; register it with "
+            f'`self.register_buffer("{name}", None, persistent=False)`',
+            (cached.stored, cached.read),
+        )
 
     def _plain_tensor_attributes(self, init: FunctionNode) -> list[tuple[ast.Assign, str]]:
         """`self.name = <a CPU tensor>` in ``init``, where no later statement of ``init``
