@@ -401,7 +401,11 @@ class CallEvaluator:
     def _binary(self, node: ast.BinOp, env: Env, unit: Unit) -> Value:
         operands = [self.eval(node.left, env, unit), self.eval(node.right, env, unit)]
         self._operation(node, operands)
-        return combine(operands, arithmetic=True)
+        result = combine(operands, arithmetic=True)
+        if result.kind is Kind.TENSOR and all(op.kind is not Kind.TENSOR for op in operands):
+            # `H / self.window_size` of an input `H` of unknown kind: placed, proven nothing
+            return replace(result, kind=Kind.UNKNOWN)
+        return result
 
     def _unary(self, node: ast.UnaryOp, env: Env, unit: Unit) -> Value:
         operand = self.eval(node.operand, env, unit)

@@ -90,6 +90,11 @@ class NumpyOnDeviceTensor(FlowRule):
     required_patterns = (DEVICE_SOURCE_OR_TENSOR_TYPE,)
 
     VALID = (
+        # arithmetic of an input of unknown kind (a size) is no tensor
+        "import numpy as np\nimport torch\nfrom torch import nn\nclass Layer(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.window = 7\n"
+        "    def forward(self, x, H):\n        Hp = int(np.ceil(H / self.window)) * self.window\n"
+        "        return x + torch.zeros((1, Hp), device=x.device).sum()",
         # a class of the file with an `imshow` of its own: that code is read on its own
         "import torch\nclass Viewer:\n    def imshow(self, t):\n        print(t.cpu().numpy())\n"
         "viewer = Viewer()\nviewer.imshow(torch.rand(8, 8).cuda())",
