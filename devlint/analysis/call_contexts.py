@@ -24,7 +24,7 @@ from devlint.analysis.contexts import (
     defaults_of,
     none_defaulted,
 )
-from devlint.analysis.syntax import call_arguments, dotted_name
+from devlint.analysis.syntax import CLASS_LEVEL_DECORATORS, call_arguments, dotted_name
 from devlint.analysis.units import ClassFacts, Env, FunctionNode, ModuleMembers, Unit
 from devlint.analysis.values import (
     NONE,
@@ -374,4 +374,4 @@ def _placed_by_parameter(
 def _decorated(function: FunctionNode) -> bool:
     """Decorated by something other than `staticmethod` or `classmethod`."""
     names = {dotted_name(decorator) for decorator in function.decorator_list}
-    return bool(names - {"staticmethod", "classmethod"})
+    return bool(names - CLASS_LEVEL_DECORATORS)

@@ -29,6 +29,7 @@ from devlint.analysis.syntax import (
     cuda_literal,
     dotted_name,
     has_arguments,
+    is_class_level,
     keyword_value,
     last_name,
     string_value,
@@ -913,6 +914,8 @@ class CallEvaluator:
         sibling = self._sibling_method(func, unit)
         if sibling is None and receiver.kind is Kind.MODULE and receiver.class_name:
             sibling = self._helper_method(receiver.class_name, method)  # `model.init_hidden(n)`
+        if sibling is None and receiver.kind in (Kind.UNKNOWN, Kind.CALLABLE):
+            sibling = self._class_level_method(func)  # `Model.post_process(boxes)`
         if sibling is not None:
             result = self.method_call(node, sibling, receiver, arguments, unit)
             if result is not UNKNOWN:
@@ -1035,6 +1038,13 @@ class CallEvaluator:
 
     def methods_of(self, class_name: str) -> Mapping[str, FunctionNode]:
         raise NotImplementedError
+
+    def _class_level_method(self, func: ast.Attribute) -> Optional[FunctionNode]:
+        """The static or class method `Cls.name(...)` calls, `Cls` a class of the file."""
+        if type(func.value) is not ast.Name:
+            return None
+        method = self.methods_of(func.value.id).get(func.attr)
+        return method if method is not None and is_class_level(method) else None
 
     def _sibling_method(self, func: ast.Attribute, unit: Unit) -> Optional[FunctionNode]:
         """The method of ``unit``'s class that `self.name(...)` calls, if any."""

@@ -54,6 +54,7 @@ import libcst as cst
 
 from devlint.analysis.devices import argument, string_value
 from devlint.analysis.names import ImportMap, dotted_name
+from devlint.analysis.syntax import CLASS_LEVEL_DECORATORS
 from devlint.analysis.torch_api import FACTORIES
 from devlint.traversal import child_nodes, descendants
 
@@ -895,7 +896,7 @@ def _plain_method(function: cst.FunctionDef) -> bool:
     params = function.params.params
     return (
         function.name.value != "__init__"
-        and not decorators & {"staticmethod", "classmethod"}
+        and not decorators & CLASS_LEVEL_DECORATORS
         and bool(params)
         and params[0].name.value == "self"
     )

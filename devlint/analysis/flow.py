@@ -66,6 +66,7 @@ from devlint.analysis.project import ProjectView
 from devlint.analysis.syntax import (
     SourceText,
     dotted_name,
+    is_class_level,
     nodes_below,
     self_attribute,
     statement_blocks,
@@ -410,9 +411,11 @@ class DeviceFlow(CallContexts):
                 continue
             forward = module_class and method_name == "forward"
             parameters = frozenset() if forward else self._tensor_parameters(method, owners)
-            # A private method's callers are the class's own: all in sight, earlier in it.
+            # A private method's callers are the class's own, a static one's the file's
+            # (`Cls.name(...)`): all in sight, earlier in it.
             private = method_name.startswith("_") and not method_name.endswith("__")
-            placed = self._placed_by_callers(method, True) if private and not forward else {}
+            callers_known = (private or is_class_level(method)) and not forward
+            placed = self._placed_by_callers(method, True) if callers_known else {}
             parameters = parameters - placed.keys()
             moved = (
                 self._keeps_modules_on_a_device()
@@ -1347,11 +1350,7 @@ def _run_by_init(methods: Mapping[str, FunctionNode]) -> set[str]:
     them where it hands `self` to a function): they run while the module is still on the CPU
     (`self._conv_output_size(shape)` feeding a dummy input to its layers). Static and class
     methods too, whose first parameter is no module."""
-    reached = {
-        name
-        for name, method in methods.items()
-        if {dotted_name(d) for d in method.decorator_list} & {"staticmethod", "classmethod"}
-    }
+    reached = {name for name, method in methods.items() if is_class_level(method)}
     pending = ["__init__"]
     while pending:
         method = methods.get(pending.pop())

@@ -25,7 +25,9 @@ class NameUses:
 
     calls: Counter[str]  # the calls of each name
     loads: Counter[str]  # every read of each name, calls included
-    self_calls: Counter[str]  # the calls `self.name(...)` of each method name
+    # the calls of each method name by `self.name(...)`, or `Cls.name(...)` of a class `Cls` of
+    # the file (its static and class methods)
+    self_calls: Counter[str]
     attributes: Counter[str]  # every `.name` read, whatever its object, calls included
     # The methods of the file's classes calling each name, once per call.
     method_callers: dict[str, list[FunctionNode]]
@@ -37,16 +39,18 @@ def name_uses(module: ast.Module, classes: Collection[str]) -> NameUses:
     for statement in module.body:
         if isinstance(statement, ast.ClassDef) and statement.name in classes:
             for written in (*statement.decorator_list, *statement.bases, *statement.keywords):
-                _count_uses(written, uses, None)
+                _count_uses(written, uses, None, classes)
             for item in statement.body:
                 method = item if isinstance(item, _FUNCTION_TYPES) else None
-                _count_uses(item, uses, method)
+                _count_uses(item, uses, method, classes)
         else:
-            _count_uses(statement, uses, None)
+            _count_uses(statement, uses, None, classes)
     return uses
 
 
-def _count_uses(tree: ast.AST, uses: NameUses, method: Optional[FunctionNode]) -> None:
+def _count_uses(
+    tree: ast.AST, uses: NameUses, method: Optional[FunctionNode], classes: Collection[str]
+) -> None:
     for node in nodes_below(tree):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             uses.loads[node.id] += 1
@@ -58,7 +62,7 @@ def _count_uses(tree: ast.AST, uses: NameUses, method: Optional[FunctionNode]) -
                 uses.method_callers.setdefault(node.func.id, []).append(method)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             receiver = node.func.value
-            if isinstance(receiver, ast.Name) and receiver.id == "self":
+            if isinstance(receiver, ast.Name) and (receiver.id == "self" or receiver.id in classes):
                 uses.self_calls[node.func.attr] += 1
 
 

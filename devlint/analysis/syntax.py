@@ -118,6 +118,14 @@ def statement_blocks(statement: ast.stmt) -> Iterator[Sequence[ast.stmt]]:
         yield handler.body
 
 
+CLASS_LEVEL_DECORATORS = frozenset({"staticmethod", "classmethod"})
+
+
+def is_class_level(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A `@staticmethod` or `@classmethod`: called with no instance of its class."""
+    return any(dotted_name(d) in CLASS_LEVEL_DECORATORS for d in function.decorator_list)
+
+
 def self_attribute(node: ast.AST) -> Optional[str]:
     """`name` of `self.name` (one attribute deep), else None."""
     dotted = dotted_name(node)

@@ -127,6 +127,11 @@ class MissingDeviceMove(FlowRule):
     required_patterns = (DEVICE_OR_INPUT_SOURCE, CPU_TENSOR_SOURCE)
 
     VALID = (
+        # a static method whose every call in the file (`Post.scale(...)`) passes CPU tensors
+        "import torch\ndef predict(model, image):\n    out = model(image.to('cuda'))\n"
+        "    return out.cpu()\nclass Post:\n    def run(self, model, image):\n"
+        "        return Post.scale(predict(model, image))\n    @staticmethod\n"
+        "    def scale(boxes: torch.Tensor):\n        return boxes * torch.Tensor([1.0, 2.0])",
         # a script that places nothing on a device (an optimizer reads `.parameters()` anyway)
         "import torch\nfrom torch import nn\ncriterion = nn.BCEWithLogitsLoss()\n"
         "def real_loss(out):\n    labels = torch.ones(out.size(0))\n"
@@ -416,6 +421,14 @@ class MissingDeviceMove(FlowRule):
     )
 
     INVALID = (
+        # a static method given tensors on a device by its call in the file
+        Invalid(
+            "import torch\nclass Post:\n    @staticmethod\n    def scale(boxes: torch.Tensor):\n"
+            "        return boxes * torch.Tensor([1.0, 2.0])\n"
+            "Post.scale(torch.rand(3, 2).cuda())",
+            5,
+            24,
+        ),
         # a helper's list index keeps a dimension: no 0-dim tensor, which would mix legally
         Invalid(
             "import torch\ndef expand(value, n):\n    dims = [None] * n\n    dims[-1] = ...\n"
