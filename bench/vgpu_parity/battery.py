@@ -165,6 +165,38 @@ def _state_dict_from_the_gpu() -> Any:
     return model.weight
 
 
+def _grad_from_the_cpu() -> Any:
+    weight = nn.Parameter(gpu(3))
+    weight.grad = cpu(3)  # a gradient must live where its tensor does
+    return weight.grad
+
+
+def _grad_through_a_move() -> Any:
+    leaf = cpu(3).requires_grad_()
+    (leaf.to(GPU) * 2).sum().backward()
+    return leaf.grad
+
+
+def _buffer_registered_after_the_move() -> Any:
+    model = nn.Linear(3, 3).to(GPU)
+    model.register_buffer("shift", cpu(3))
+    return model(gpu(2, 3)) + model.shift
+
+
+def _optimizer_state_from_the_cpu() -> Any:
+    model = nn.Linear(3, 1)
+    optimizer = torch.optim.Adam(model.parameters())
+    model(cpu(2, 3)).sum().backward()
+    optimizer.step()
+    state = optimizer.state_dict()
+    moved = nn.Linear(3, 1).to(GPU)
+    restored = torch.optim.Adam(moved.parameters())
+    restored.load_state_dict(state)
+    moved(gpu(2, 3)).sum().backward()
+    restored.step()
+    return restored.state[moved.weight]["exp_avg"]
+
+
 def _module_cases() -> dict[str, Case]:
     def lstm_state(h_device: str) -> Any:
         lstm = nn.LSTM(3, 2, batch_first=True).to(GPU)
@@ -195,6 +227,24 @@ def _module_cases() -> dict[str, Case]:
             gpu(2, 3), torch.tensor([0, 1], device=GPU)
         ),
         "module/optimizer_made_before_the_move": _optimizer_made_before_the_move,
+        "module/optimizer_state_from_the_cpu": _optimizer_state_from_the_cpu,
+        "module/buffer_registered_after_the_move": _buffer_registered_after_the_move,
+        "autograd/grad_from_the_cpu": _grad_from_the_cpu,
+        "autograd/grad_through_a_move": _grad_through_a_move,
+        "functional/embedding_bag_cpu_offsets": lambda: F.embedding_bag(
+            torch.tensor([0, 1, 2], device=GPU), gpu(5, 2), torch.tensor([0, 2])
+        ),
+        "functional/one_hot": lambda: F.one_hot(torch.tensor([0, 2], device=GPU), 3),
+        "functional/solve_mixed": lambda: torch.linalg.solve(
+            torch.eye(2, device=GPU), cpu(2, 1)
+        ),
+        "functional/index_fill_cpu0_value": lambda: gpu(4).index_fill_(
+            0, torch.tensor([1], device=GPU), cpu_scalar()
+        ),
+        "functional/where_python_scalar": lambda: torch.where(gpu(3) > 0, gpu(3), 0.0),
+        "functional/kl_div_cpu_target": lambda: F.kl_div(gpu(3).log(), cpu(3) / 3),
+        "functional/smooth_l1_cpu0_target": lambda: F.smooth_l1_loss(gpu(3), cpu_scalar()),
+        "functional/interpolate": lambda: F.interpolate(gpu(1, 1, 4), scale_factor=2.0),
         "module/state_dict_from_the_gpu": _state_dict_from_the_gpu,
         "functional/linear_cpu_bias": lambda: F.linear(gpu(2, 3), gpu(4, 3), cpu(4)),
         "functional/layer_norm_cpu_weight": lambda: F.layer_norm(gpu(2, 3), (3,), cpu(3)),
@@ -263,6 +313,10 @@ def _host_cases() -> dict[str, Case]:
             gpu(3) / 2, generator=torch.Generator()
         ),
         "device/type_as_cpu": lambda: gpu(3).type_as(cpu(3)),
+        "device/as_tensor_to_cpu": lambda: torch.as_tensor(gpu(3), device="cpu"),
+        "device/to_other_tensor": lambda: cpu(3).to(gpu(1)),
+        "device/new_tensor_of_gpu": lambda: cpu(3).new_tensor(gpu(3)),
+        "device/normal_python_std": lambda: torch.normal(gpu(3), 1.0),
         "distributions/normal_cpu_scale": lambda: torch.distributions.Normal(
             gpu(3), cpu_scalar()
         ).sample(),

@@ -72,6 +72,7 @@ _SAME_DEVICE = DeviceError(
     r"|Trying to pass too many CPU scalars to non-CPU kernel"
     r"|Input and (parameter|hidden) tensors are not at the same device"
     r"|Expected query, key, and value to have the same device type"
+    r"|attempting to assign a gradient with device type '\w+' to a tensor with device type"
     r"|module must have its parameters and buffers on device"
     r"|The values for attribute 'device' do not match",  # torch.testing.assert_close
     VGPU,
