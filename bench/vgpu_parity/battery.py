@@ -235,9 +235,7 @@ def _module_cases() -> dict[str, Case]:
             torch.tensor([0, 1, 2], device=GPU), gpu(5, 2), torch.tensor([0, 2])
         ),
         "functional/one_hot": lambda: F.one_hot(torch.tensor([0, 2], device=GPU), 3),
-        "functional/solve_mixed": lambda: torch.linalg.solve(
-            torch.eye(2, device=GPU), cpu(2, 1)
-        ),
+        "functional/solve_mixed": lambda: torch.linalg.solve(torch.eye(2, device=GPU), cpu(2, 1)),
         "functional/index_fill_cpu0_value": lambda: gpu(4).index_fill_(
             0, torch.tensor([1], device=GPU), cpu_scalar()
         ),
