@@ -908,6 +908,7 @@ class CallEvaluator:
             placer_name = dotted_name(func.value) or "the accelerator"
             prepared = placer_method(node, receiver, placer_name, arguments)
             if prepared is not None:
+                _rebind_moved_modules(node, prepared, env)
                 return prepared
         if method in DEVICE_MOVES:
             return self._move(node, func, method, receiver, env, unit, bare)
@@ -1096,6 +1097,19 @@ class CallEvaluator:
         if receiver.kind in (Kind.TENSOR, Kind.BATCH):
             return Value(receiver.kind, placement, scalar=receiver.scalar)
         return Value(Kind.UNKNOWN, placement)
+
+
+def _rebind_moved_modules(call: ast.Call, prepared: Value, env: Env) -> None:
+    """`fabric.setup(model, optimizer)` moves `model` itself (`Module.to` works in place): the
+    name refers to a module on the device, whatever the call's result becomes."""
+    results = prepared.elements if prepared.kind is Kind.SEQUENCE else (prepared,)
+    for passed, result in zip(call.args, results):
+        if (
+            isinstance(passed, ast.Name)
+            and result.kind is Kind.MODULE
+            and result.where in (Where.DEVICE, Where.MAYBE_DEVICE)
+        ):
+            env[passed.id] = result
 
 
 def _names_a_class(func: ast.expr) -> bool:

@@ -84,8 +84,8 @@ class MissingDeviceMove(FlowRule):
     `test_step` and `predict_step` is there too: a target made there without
     `device=self.device` fails on the first GPU run. In the same way, accelerate's
     `accelerator.prepare(model, loader)` and Lightning Fabric's `fabric.setup(model)`
-    and `fabric.setup_dataloaders(loader)` put the model, and the loader's batches,
-    on the device they chose (not with `Accelerator(cpu=True)`,
+    and `fabric.setup_dataloaders(loader)` put the model (the module itself, as
+    `Module.to` does), and the loader's batches, on the device they chose (not with `Accelerator(cpu=True)`,
     `device_placement=False` or `Fabric(accelerator="cpu")`; with
     `Accelerator(cpu=args.cpu)`, only on some runs, which is no evidence).
 
@@ -156,6 +156,9 @@ class MissingDeviceMove(FlowRule):
         "out = model(torch.randn(3, 4))",
         "import torch\nfrom torch import nn\nfrom lightning.fabric import Fabric\n"
         "fabric = Fabric(accelerator='cpu')\nmodel = fabric.setup(nn.Linear(4, 2))\n"
+        "out = model(torch.randn(3, 4))",
+        "import torch\nfrom torch import nn\nfrom lightning.fabric import Fabric\n"
+        "fabric = Fabric(accelerator='cpu')\nmodel = nn.Linear(4, 2)\nfabric.setup(model)\n"
         "out = model(torch.randn(3, 4))",
         # a LightningModule's hooks that run before the Trainer moves it, or on the CPU batch
         "import torch\nimport pytorch_lightning as pl\nfrom torch import nn\n"
@@ -756,6 +759,16 @@ class MissingDeviceMove(FlowRule):
             13,
             "`model` was prepared by `accelerator` at line 5: move the input with "
             "`.to(accelerator.device)`",
+        ),
+        # ... moving the module itself, as `Module.to` does, whatever becomes of the result
+        Invalid(
+            "import torch\nfrom torch import nn\nfrom lightning.fabric import Fabric\n"
+            "fabric = Fabric()\nmodel = nn.Linear(1, 2)\n"
+            "fabric.setup(model, torch.optim.Adam(model.parameters()))\n"
+            "loss = model(torch.randn(1, 1)).sum()",
+            7,
+            14,
+            "`model` was prepared by `fabric` at line 6",
         ),
         # ... and makes the loader yield its batches there
         Invalid(
