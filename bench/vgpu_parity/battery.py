@@ -114,6 +114,11 @@ def _index_cases() -> dict[str, Case]:
         ),
         "setitem/gpu_cpu_mask_cpu_value": lambda: gpu(4).__setitem__(cpu(4) > 0, cpu_scalar()),
         "setitem/cpu_gpu_mask": lambda: cpu(4).__setitem__(gpu(4) > 0, 0.0),
+        "setitem/cpu_gpu_values": lambda: cpu(4).__setitem__(torch.tensor([0, 1]), gpu(2)),
+        "setitem/cpu_gpu0_value": lambda: cpu(4).__setitem__(torch.tensor([0, 1]), gpu_scalar()),
+        "index_fill/column_in_place": lambda: gpu(4, 1).index_fill_(
+            0, torch.tensor([0, 1, 2], device=GPU), cpu_scalar()
+        ),
         "index_select/cpu_index": lambda: gpu(4).index_select(0, torch.tensor([0, 1])),
         "index_select/gpu_index_cpu_self": lambda: cpu(4).index_select(
             0, torch.tensor([0, 1], device=GPU)
@@ -209,6 +214,12 @@ def _module_cases() -> dict[str, Case]:
         "module/conv_cpu_input": lambda: nn.Conv2d(1, 1, 3).to(GPU)(cpu(1, 1, 5, 5)),
         "module/conv_gpu_input_cpu_module": lambda: nn.Conv2d(1, 1, 3)(gpu(1, 1, 5, 5)),
         "module/conv1d_cpu_input": lambda: nn.Conv1d(1, 1, 3).to(GPU)(cpu(1, 1, 5)),
+        "module/dilated_conv_cpu_input": lambda: nn.Conv2d(1, 1, 3, dilation=2).to(GPU)(
+            cpu(1, 1, 9, 9)
+        ),
+        "module/transposed_conv_cpu_input": lambda: nn.ConvTranspose2d(1, 1, 3).to(GPU)(
+            cpu(1, 1, 5, 5)
+        ),
         "module/embedding_cpu_ids": lambda: nn.Embedding(5, 2).to(GPU)(torch.tensor([1])),
         "module/layer_norm_cpu_input": lambda: nn.LayerNorm(3).to(GPU)(cpu(2, 3)),
         "module/batch_norm_cpu_input": lambda: nn.BatchNorm1d(3).to(GPU)(cpu(2, 3)),
@@ -315,6 +326,18 @@ def _host_cases() -> dict[str, Case]:
         "device/to_other_tensor": lambda: cpu(3).to(gpu(1)),
         "device/new_tensor_of_gpu": lambda: cpu(3).new_tensor(gpu(3)),
         "device/normal_python_std": lambda: torch.normal(gpu(3), 1.0),
+        "device/multinomial_keyword_input": lambda: torch.multinomial(
+            input=gpu(3), num_samples=1, generator=torch.Generator()
+        ),
+        "host/as_tensor_of_gpu_scalars": lambda: torch.as_tensor([gpu_scalar(), gpu_scalar()]),
+        "host/new_tensor_of_gpu_scalars": lambda: gpu(3).new_tensor([gpu_scalar()]),
+        "host/tensor_data_keyword": lambda: torch.tensor(data=[gpu_scalar(), gpu_scalar()]),
+        "zero_dim/allclose": lambda: torch.allclose(gpu(3), cpu_scalar()),
+        "zero_dim/allclose_first": lambda: torch.allclose(cpu_scalar(), gpu(3)),
+        "zero_dim/bucketize": lambda: torch.bucketize(cpu_scalar(), gpu(3)),
+        "zero_dim/searchsorted": lambda: torch.searchsorted(gpu(3), cpu_scalar()),
+        "zero_dim/equal": lambda: torch.equal(gpu(3), cpu_scalar()),
+        "zero_dim/masked_fill_function": lambda: torch.masked_fill(gpu(3), torch.tensor(True), 0.0),
         "distributions/normal_cpu_scale": lambda: torch.distributions.Normal(
             gpu(3), cpu_scalar()
         ).sample(),

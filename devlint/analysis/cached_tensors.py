@@ -21,7 +21,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Optional, Union
 
-from devlint.analysis.syntax import dotted_name, keyword_value, nodes_below, self_attribute
+from devlint.analysis.syntax import (
+    dotted_name,
+    keyword_value,
+    last_name,
+    nodes_below,
+    self_attribute,
+)
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 # Reads of a tensor that say where it is or put it elsewhere: a cache read so is checked.
@@ -34,7 +40,6 @@ class CachedTensor:
     attribute: str
     initialised: ast.Assign  # `self.<attribute> = None` in `__init__`
     stored: ast.Assign  # the conditional store of a tensor made on the inputs' device
-    condition: ast.expr  # the outermost test guarding the store
     read: ast.Attribute  # a use of the cached tensor in a method `forward` runs
 
 
@@ -50,7 +55,7 @@ def cached_tensors(
         store = _conditional_device_store(attribute, run_by_forward)
         read = _cached_read(attribute, run_by_forward)
         if store is not None and read is not None:
-            found.append(CachedTensor(attribute, initialised, store[0], store[1], read))
+            found.append(CachedTensor(attribute, initialised, store, read))
     return found
 
 
@@ -105,7 +110,7 @@ def _stores(statement: ast.Assign, attribute: str) -> bool:
 
 def _conditional_device_store(
     attribute: str, run_by_forward: Sequence[FunctionNode]
-) -> Optional[tuple[ast.Assign, ast.expr]]:
+) -> Optional[ast.Assign]:
     for method in run_by_forward:
         device_names = _device_holders(method)
         for statement, tests in _guarded_statements(method.body, ()):
@@ -113,10 +118,11 @@ def _conditional_device_store(
                 isinstance(statement, ast.Assign)
                 and _stores(statement, attribute)
                 and tests
-                and not any(_mentions_devices(test) for test in tests)
+                and not any(_may_ask_devices(test) for test in tests)
                 and _made_on_a_device(statement.value, device_names)
+                and not _registers_itself(statement.value)
             ):
-                return statement, tests[0]
+                return statement
     return None
 
 
@@ -124,23 +130,42 @@ def _guarded_statements(
     body: Sequence[ast.stmt], tests: tuple[ast.expr, ...]
 ) -> Iterator[tuple[ast.stmt, tuple[ast.expr, ...]]]:
     """Each statement of ``body`` with the `if` tests it runs under (loops and `with` blocks
-    add none; nested functions are not entered)."""
+    add none; nested functions and `else` branches, whose condition is a test's negation, are
+    not entered)."""
     for statement in body:
         yield statement, tests
         if isinstance(statement, ast.If):
             yield from _guarded_statements(statement.body, (*tests, statement.test))
-            yield from _guarded_statements(statement.orelse, (*tests, statement.test))
         elif isinstance(statement, (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith)):
             yield from _guarded_statements(statement.body, tests)
 
 
-def _mentions_devices(test: ast.expr) -> bool:
+def _may_ask_devices(test: ast.expr) -> bool:
+    """A test that reads a device, or calls a method of the object, which may (`if not
+    self._valid(x):`)."""
     for node in nodes_below(test):
         if isinstance(node, ast.Attribute) and node.attr in _DEVICE_READS:
             return True
         if isinstance(node, ast.Name) and "device" in node.id.lower():
             return True
+        if isinstance(node, ast.Call) and dotted_name(node.func) == f"self.{last_name(node.func)}":
+            return True
     return False
+
+
+def _registers_itself(value: ast.expr) -> bool:
+    """A layer or a parameter (`nn.Linear(...).to(x.device)`, `nn.Parameter(...)`): stored on a
+    module, it is registered, and `.to()` moves it."""
+    while (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr in _MOVES | {"float", "half", "double", "requires_grad_"}
+    ):
+        value = value.func.value
+    if not isinstance(value, ast.Call):
+        return False
+    name = last_name(value.func)
+    return name[:1].isupper() and not name.endswith("Tensor")
 
 
 def _device_holders(method: FunctionNode) -> set[str]:

@@ -908,7 +908,8 @@ class CallEvaluator:
             placer_name = dotted_name(func.value) or "the accelerator"
             prepared = placer_method(node, receiver, placer_name, arguments)
             if prepared is not None:
-                _rebind_moved_modules(node, prepared, env)
+                if bare:  # (in `x if c else y` or `a and b`, the call may not run)
+                    _rebind_moved_modules(node, prepared, env)
                 return prepared
         if method in DEVICE_MOVES:
             return self._move(node, func, method, receiver, env, unit, bare)
@@ -1100,8 +1101,8 @@ class CallEvaluator:
 
 
 def _rebind_moved_modules(call: ast.Call, prepared: Value, env: Env) -> None:
-    """`fabric.setup(model, optimizer)` moves `model` itself (`Module.to` works in place): the
-    name refers to a module on the device, whatever the call's result becomes."""
+    """`fabric.setup(model, optimizer)` as a statement moves `model` itself (`Module.to` works
+    in place): the name refers to a module on the device, though the call's result is dropped."""
     results = prepared.elements if prepared.kind is Kind.SEQUENCE else (prepared,)
     for passed, result in zip(call.args, results):
         if (

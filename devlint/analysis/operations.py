@@ -9,6 +9,7 @@ from typing import Optional
 
 from devlint.analysis.flow import DeviceFlow
 from devlint.analysis.torch_api import (
+    OPERAND_KEYWORDS,
     OPERAND_METHODS,
     combines_operands,
     device_compared,
@@ -105,11 +106,7 @@ def _in_place(pairs: list[tuple[ast.expr, Value]]) -> list[tuple[ast.expr, Value
 
 def _call_operands(node: ast.Call) -> Iterator[ast.expr]:
     passed = [arg.value if isinstance(arg, ast.Starred) else arg for arg in node.args]
-    passed.extend(
-        keyword.value
-        for keyword in node.keywords
-        if keyword.arg in ("input", "other", "tensors", "min", "max", "mask")
-    )
+    passed.extend(keyword.value for keyword in node.keywords if keyword.arg in OPERAND_KEYWORDS)
     for value in passed:
         if isinstance(value, (ast.List, ast.Tuple)):
             yield from (item for item in value.elts if not isinstance(item, ast.Starred))

@@ -93,7 +93,12 @@ _CLAMPS = ("clamp", "clip", "clamp_", "clip_", "clamp_min", "clamp_max", "clamp_
 # take one as a number (recorded on an H200 by `bench/vgpu_parity`): tensor bounds, exact
 # comparisons, searches, and the mask of `masked_fill` (whose value may be one).
 _NO_CPU_SCALAR_OPERATIONS = frozenset(
-    {*_CLAMPS, "equal", "allclose", "isin", "bucketize", "searchsorted", "dot"}
+    {*_CLAMPS, "equal", "isin", "bucketize", "searchsorted", "dot"}
+)
+# Keywords naming their operands (`torch.isin(x, test_elements=t)`).
+OPERAND_KEYWORDS = frozenset(
+    {"input", "other", "tensors", "min", "max", "mask", "elements", "test_elements"}
+    | {"boundaries", "sorted_sequence"}
 )
 _MASKED_FILLS = frozenset({"masked_fill", "masked_fill_"})
 
@@ -111,11 +116,12 @@ def refuses_cpu_scalars(call: ast.Call, qualified: Optional[str]) -> list[ast.ex
         return []
     passed = [arg for arg in call.args if not isinstance(arg, ast.Starred)]
     if name in _NO_CPU_SCALAR_OPERATIONS:
-        bounds = [k.value for k in call.keywords if k.arg in ("min", "max", "other", "input")]
-        return receiver + passed + bounds
-    if name in _MASKED_FILLS and receiver:
-        masks = passed[:1] or [k.value for k in call.keywords if k.arg == "mask"]
-        return receiver + masks
+        named = [k.value for k in call.keywords if k.arg in OPERAND_KEYWORDS]
+        return receiver + passed + named
+    if name in _MASKED_FILLS:  # `x.masked_fill(mask, v)`, `torch.masked_fill(x, mask, v)`
+        operands = receiver + passed
+        masks = operands[1:2] or [k.value for k in call.keywords if k.arg == "mask"]
+        return operands[:1] + masks
     return []
 
 
@@ -126,7 +132,7 @@ COMBINING_FUNCTIONS = _torch(
     "operand_functions",
     *(
         "einsum norm cdist equal allclose masked_select index_select gather take_along_dim "
-        "clamp clip"
+        "clamp clip bucketize searchsorted isin masked_fill"
     ).split(),
     *_LINALG_COMBINING,
 )
@@ -153,6 +159,7 @@ OPERAND_METHODS = _names(
     "equal",
     "allclose",
     "dot",
+    "isin",
 ) - {"copy_", "expand_as", "reshape_as", "view_as", "type_as", "map_"}
 # Tensor factories as methods: `x.new_zeros(...)` lives where `x` does.
 NEW_METHODS = _names("new_methods")

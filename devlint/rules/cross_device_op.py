@@ -40,7 +40,7 @@ class CrossDeviceOp(FlowRule):
     Python numbers and 0-dim CPU tensors (`torch.tensor(2.0)`, `x.sum()`) may
     legally mix with tensors on any device and are not flagged, except where a
     GPU refuses them (as recorded on one): the bounds of `clamp`/`clip`, the
-    mask of `masked_fill`, `torch.equal`, `allclose`, `isin`, `bucketize`,
+    mask of `masked_fill`, `torch.equal`, `isin`, `bucketize`,
     `searchsorted` and `dot`. An operand whose device is not known is never
     flagged. Arithmetic with a CPU tensor of elements
     (`torch.zeros(3) * rate`) stays on the CPU whatever the other operand is:

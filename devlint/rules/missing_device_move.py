@@ -424,7 +424,7 @@ class MissingDeviceMove(FlowRule):
     )
 
     INVALID = (
-        # a static method given tensors on a device by its call in the file
+        # a static method its call in the file gives tensors on a device still fires
         Invalid(
             "import torch\nclass Post:\n    @staticmethod\n    def scale(boxes: torch.Tensor):\n"
             "        return boxes * torch.Tensor([1.0, 2.0])\n"

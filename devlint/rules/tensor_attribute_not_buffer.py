@@ -185,6 +185,21 @@ class TensorAttributeNotBuffer(FlowRule):
         "    def forward(self, x):\n        if self.mask is None:\n"
         "            self.mask = torch.ones(x.size(1), device=x.device)\n"
         "        return x * self.mask",
+        # a layer built lazily registers itself: `.to()` moves it
+        "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.proj = None\n"
+        "    def forward(self, x):\n        if self.proj is None:\n"
+        "            self.proj = nn.Linear(x.size(-1), 4).to(x.device)\n"
+        "        return self.proj(x)",
+        # a condition that asks a method of the module, which may compare devices
+        "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.mask = None\n"
+        "        self.where = None\n"
+        "    def _stale(self, x):\n        return self.where != x.device\n"
+        "    def forward(self, x):\n        if self._stale(x):\n"
+        "            self.mask = torch.ones(x.size(1), device=x.device)\n"
+        "            self.where = x.device\n"
+        "        return x * self.mask",
         # a cache read through a move to the input's device
         "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
         "    def __init__(self):\n        super().__init__()\n        self.mask = None\n"
@@ -226,7 +241,7 @@ class TensorAttributeNotBuffer(FlowRule):
             "        return x + self.pos",
             6,
             9,
-            "whenever `self.pos is None` is false",
+            "reuses it on the old device (line 12) until line 11 runs again",
         ),
         # a dtype conversion keeps the device
         Invalid(
@@ -393,12 +408,11 @@ class TensorAttributeNotBuffer(FlowRule):
 
     def _report_cache(self, cached: CachedTensor) -> None:
         name = cached.attribute
-        condition = self.analysis.source_of(cached.condition, 50)
         self.report(
             cached.initialised,
             f"`self.{name}` caches a tensor made on the inputs' device (line {{line0}}), which "
-            f"`model.to(device)` does not move: after a move, `forward` reuses it (line "
-            f"{{line1}}) on the old device whenever `{condition}` is false; register it with "
+            f"`model.to(device)` does not move: after a move, `forward` reuses it on the old "
+            f"device (line {{line1}}) until line {{line0}} runs again; register it with "
             f'`self.register_buffer("{name}", None, persistent=False)`',
             (cached.stored, cached.read),
         )

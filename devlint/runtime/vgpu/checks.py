@@ -133,7 +133,8 @@ def _check_in_place_shape(operands: Sequence[_Operand]) -> None:
     if not written:
         return
     try:
-        shapes = [operand.tensor.shape for operand in operands]
+        # (an index names positions: `index_fill_`'s does not broadcast with the data)
+        shapes = [op.tensor.shape for op in operands if "index" not in op.name]
         broadcast = torch.broadcast_shapes(*shapes)  # type: ignore[no-untyped-call]
     except RuntimeError:
         return  # the operator itself says which sizes differ

@@ -145,10 +145,13 @@ def _host_values(data: Any) -> Any:
 
 
 def _new_tensor(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """`torch.tensor([a, b])` of GPU scalars copies their values (C++ would meet the
-    virtual backend with Python dispatch off)."""
-    if args and (type(args[0]) is list or type(args[0]) is tuple):
-        args = (_host_values(args[0]), *args[1:])
+    """`torch.tensor([a, b])`, `torch.as_tensor(...)`, `x.new_tensor(...)` of GPU scalars
+    copy their values (C++ would meet the virtual backend with Python dispatch off)."""
+    position = 1 if func is torch.Tensor.new_tensor else 0
+    if len(args) > position and type(args[position]) in (list, tuple):
+        args = (*args[:position], _host_values(args[position]), *args[position + 1 :])
+    if type(kwargs.get("data")) in (list, tuple):
+        kwargs = {**kwargs, "data": _host_values(kwargs["data"])}
     if "device" in kwargs:
         kwargs = {**kwargs, "device": map_device(kwargs["device"])}
     return func(*args, **kwargs)
@@ -173,6 +176,8 @@ def _ctc_loss(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
 _HANDLERS: dict[Any, Callable[[Callable[..., Any], tuple[Any, ...], dict[str, Any]], Any]] = {
     torch.nn.functional.ctc_loss: _ctc_loss,
     torch.tensor: _new_tensor,
+    torch.as_tensor: _new_tensor,
+    torch.Tensor.new_tensor: _new_tensor,
     torch.Tensor.to: _to,
     torch.Tensor.cuda: _cuda,
     torch.Tensor.numpy: _numpy,
@@ -189,7 +194,7 @@ def _check_generator(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     if not isinstance(generator, torch.Generator) or generator.device.type != "cpu":
         return
     on_gpu = kwargs.get("device") == vt.VIRTUAL or any(
-        isinstance(value, VirtualTensor) for value in args
+        isinstance(value, VirtualTensor) for value in (*args, *kwargs.values())
     )
     if on_gpu:
         raise RuntimeError(f"Expected a '{shown.TYPE}' device type for generator but found 'cpu'")

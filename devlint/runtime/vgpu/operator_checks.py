@@ -36,7 +36,13 @@ IsVirtual = Callable[[torch.Tensor], bool]
 CONVOLUTIONS = frozenset(
     {"convolution", "_convolution", "convolution_overrideable", "conv1d", "conv2d", "conv3d"}
 )
-_SLOW_CONV2D = torch.ops.aten._slow_conv2d_forward.default
+# The kernels a CPU input's backend names, whose CUDA wrappers check devices first (recorded on
+# an H200: a small, a dilated and a transposed convolution).
+_SLOW_KERNELS = {
+    "Slow2d": torch.ops.aten._slow_conv2d_forward.default,
+    "SlowDilated2d": torch.ops.aten.slow_conv_dilated2d.default,
+    "SlowTranspose2d": torch.ops.aten.slow_conv_transpose2d.default,
+}
 # Backends that run a CPU input through oneDNN, whose check also allows an MKLDNN input.
 _MKLDNN_BACKENDS = frozenset({"Mkldnn", "MkldnnTranspose", "MkldnnEmpty"})
 
@@ -83,10 +89,12 @@ def check_convolution(args: Sequence[Any], is_virtual: IsVirtual) -> None:
         if not isinstance(parameter, torch.Tensor) or is_virtual(parameter) == on_gpu:
             continue
         backend = "" if on_gpu else _conv_backend(args)
-        if backend == "Slow2d":  # no type check: the CUDA wrapper's generated check speaks
-            # _slow_conv2d_forward(self, weight, kernel_size, bias, stride, padding)
+        slow = _SLOW_KERNELS.get(backend)
+        if slow is not None:  # no type check: the CUDA wrapper's generated check speaks
+            # each takes (self, weight, kernel_size, bias, ...)
             slow_args = (data, weight, (), bias)
-            check_exact(rule_for("_slow_conv2d_forward"), _SLOW_CONV2D, slow_args, {}, is_virtual)
+            rule = rule_for(op_name(slow))
+            check_exact(rule, slow, slow_args, {}, is_virtual)
         suffix = (
             f" or input should be a MKLDNN tensor and {role} is a dense tensor"
             if backend in _MKLDNN_BACKENDS
@@ -141,13 +149,13 @@ def _check_index(args: Sequence[Any], is_virtual: IsVirtual) -> Check:
 
 
 def _check_index_put(args: Sequence[Any], is_virtual: IsVirtual) -> Check:
-    """Values are written through a TensorIterator: a 0-dim CPU value mixes, no other does."""
+    """Values are written through a TensorIterator: a 0-dim value from the other device mixes,
+    no other does (into a GPU tensor from the CPU, or into a CPU tensor from the GPU)."""
     target = args[0]
     values = args[2] if len(args) > 2 else None
     if (
-        is_virtual(target)
-        and isinstance(values, torch.Tensor)
-        and not is_virtual(values)
+        isinstance(values, torch.Tensor)
+        and is_virtual(values) != is_virtual(target)
         and values.dim() > 0
     ):
         fail(
