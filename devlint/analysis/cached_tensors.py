@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Optional, Union
+from typing import Optional
 
 from devlint.analysis.syntax import (
     dotted_name,
@@ -28,8 +28,8 @@ from devlint.analysis.syntax import (
     nodes_below,
     self_attribute,
 )
+from devlint.analysis.units import FunctionNode
 
-FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 # Reads of a tensor that say where it is or put it elsewhere: a cache read so is checked.
 _DEVICE_READS = frozenset({"device", "is_cuda", "get_device", "to", "cuda", "cpu", "type_as"})
 _MOVES = frozenset({"to", "cuda", "type_as"})
