@@ -52,6 +52,16 @@ EXPECTED: dict[str, list[tuple[int, int, str, str]]] = {
         ),
         (31, 12, "DEV001", '`.to("cuda:1")` fails on a machine without CUDA'),
         (31, 17, "DEV010", '`"cuda:1"` hard-codes GPU 1'),
+        (
+            38,
+            9,
+            "DEV009",
+            "`self.mask` caches a tensor made on the inputs' device (line 43), which "
+            "`model.to(device)` does not move",
+        ),
+    ],
+    "fabric_finetune.py": [
+        (16, 22, "DEV005", "`model` was prepared by `fabric` at line 13"),
     ],
     "metric_functions.py": [
         (9, 26, "DEV007", "`targets` may be on a GPU (parameter `targets`)"),
@@ -185,7 +195,7 @@ ALL_FINDINGS = sorted(
     ]
 )
 FIXTURE_CODES = {code for *_, code in ALL_FINDINGS}
-SUMMARY = "Found 34 problems in 13 files (17 files checked)."
+SUMMARY = "Found 36 problems in 14 files (18 files checked)."
 
 
 @pytest.fixture
@@ -276,7 +286,7 @@ def test_statistics_prints_only_the_counts_with_ruffs_fixable_marker(work: Path)
         f"{count:>{width}}\t{code}\t{'[*]' if code in safe else '[ ]'} {RULES_BY_CODE[code].name}"
         for code, count in rows
     ]
-    assert result.stdout.splitlines()[0] == "11\tDEV005\t[ ] missing-device-move"
+    assert result.stdout.splitlines()[0] == "12\tDEV005\t[ ] missing-device-move"
     # With --unsafe-fixes the unsafe fixes count as fixable too.
     unsafe = run_cli("--statistics", "--unsafe-fixes", "fixtures", cwd=work).stdout
     assert " 2\tDEV008\t[*] load-without-map-location" in unsafe.splitlines()

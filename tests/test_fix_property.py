@@ -144,6 +144,8 @@ CANNOT_RUN = {
 }
 if importlib.util.find_spec("pytorch_lightning") is None:  # no dependency of devlint's tests
     CANNOT_RUN["lightning_module.py"] = "No module named 'pytorch_lightning'"
+if importlib.util.find_spec("lightning") is None:
+    CANNOT_RUN["fabric_finetune.py"] = "No module named 'lightning'"
 RUNNABLE = sorted(p.name for p in FIXTURES.glob("*.py") if p.name not in CANNOT_RUN)
 
 
