@@ -30,52 +30,51 @@ from devlint.analysis.values import (
 def operands(node: ast.AST, flow: DeviceFlow) -> list[tuple[ast.expr, Value]]:
     """The tensor operands of a binary operation, a comparison, an augmented assignment or a
     combining call."""
+    if isinstance(node, ast.Call):
+        return _call_operand_pairs(node, flow)
     if isinstance(node, ast.BinOp):
         parts: list[ast.expr] = [node.left, node.right]
     elif isinstance(node, ast.AugAssign):
-        parts = [node.target, node.value]
+        return _in_place(_read(flow, [node.target, node.value]))
     elif isinstance(node, ast.Compare):
         parts = [node.left, *node.comparators]
-    elif isinstance(node, ast.Call) and (
-        compared := device_compared(node, flow.names.qualified_syntax_name(node.func) or "")
-    ):
-        return _same_device(compared, flow)
-    elif isinstance(node, ast.Call) and combines_operands(
-        flow.names.qualified_syntax_name(node.func)
-    ):
-        parts = list(_call_operands(node))
-    elif (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr in OPERAND_METHODS
-        and flow.names.qualified_syntax_name(node.func) is None
-    ):
-        # `a.lt(b)`, `a.masked_fill(mask, v)`: the receiver and its tensor arguments.
-        parts = [node.func.value, *_call_operands(node)]
     else:
         return []
-    # A name a loop changes is read as on its first iteration, where that is known: a CPU
-    # accumulator meets the device on the first pass, even if the sum then moves it there;
-    # and as after an iteration that reset it on the CPU.
-    pairs = [(part, iteration_value(flow, part)) for part in parts]
-    if isinstance(node, ast.AugAssign):
-        return _in_place(pairs)
-    if isinstance(node, ast.Call):
-        return _refusing_cpu_scalars(node, flow, pairs)
-    return pairs
+    return _read(flow, parts)
 
 
-def _refusing_cpu_scalars(
-    call: ast.Call, flow: DeviceFlow, pairs: list[tuple[ast.expr, Value]]
-) -> list[tuple[ast.expr, Value]]:
-    """`x.clamp(low, high)`, `x.masked_fill(mask, v)`: a 0-dim CPU tensor is no number there."""
-    refusing = refuses_cpu_scalars(call, flow.names.qualified_syntax_name(call.func))
+def _call_operand_pairs(call: ast.Call, flow: DeviceFlow) -> list[tuple[ast.expr, Value]]:
+    qualified = flow.names.qualified_syntax_name(call.func)
+    compared = device_compared(call, qualified or "")
+    if compared:
+        return _same_device(compared, flow)
+    if combines_operands(qualified):
+        parts = list(_call_operands(call))
+    elif (
+        isinstance(call.func, ast.Attribute)
+        and call.func.attr in OPERAND_METHODS
+        and qualified is None
+    ):
+        # `a.lt(b)`, `a.masked_fill(mask, v)`: the receiver and its tensor arguments.
+        parts = [call.func.value, *_call_operands(call)]
+    else:
+        return []
+    pairs = _read(flow, parts)
+    # `x.clamp(low, high)`, `x.masked_fill(mask, v)`: a 0-dim CPU tensor is no number there.
+    refusing = refuses_cpu_scalars(call, qualified)
     if not refusing:
         return pairs
     return [
         (part, as_compared_by_device(value) if any(part is r for r in refusing) else value)
         for part, value in pairs
     ]
+
+
+def _read(flow: DeviceFlow, parts: list[ast.expr]) -> list[tuple[ast.expr, Value]]:
+    """A name a loop changes is read as on its first iteration, where that is known: a CPU
+    accumulator meets the device on the first pass, even if the sum then moves it there; and
+    as after an iteration that reset it on the CPU."""
+    return [(part, iteration_value(flow, part)) for part in parts]
 
 
 def iteration_value(flow: DeviceFlow, part: ast.expr) -> Value:
@@ -89,8 +88,7 @@ def iteration_value(flow: DeviceFlow, part: ast.expr) -> Value:
 
 def _same_device(compared: list[ast.expr], flow: DeviceFlow) -> list[tuple[ast.expr, Value]]:
     """`assert_close(actual, expected)`: a 0-dim CPU tensor fails it as much as any other."""
-    pairs = [(part, iteration_value(flow, part)) for part in compared]
-    return [(part, as_compared_by_device(value)) for part, value in pairs]
+    return [(part, as_compared_by_device(value)) for part, value in _read(flow, compared)]
 
 
 def _in_place(pairs: list[tuple[ast.expr, Value]]) -> list[tuple[ast.expr, Value]]:
