@@ -24,7 +24,12 @@ from devlint.analysis.contexts import (
     defaults_of,
     none_defaulted,
 )
-from devlint.analysis.syntax import CLASS_LEVEL_DECORATORS, call_arguments, dotted_name
+from devlint.analysis.syntax import (
+    CLASS_LEVEL_DECORATORS,
+    call_arguments,
+    dotted_name,
+    parameters_of,
+)
 from devlint.analysis.units import ClassFacts, Env, FunctionNode, ModuleMembers, Unit
 from devlint.analysis.values import (
     NONE,
@@ -325,9 +330,7 @@ class CallContexts(CallEvaluator):
         if not sites or len(sites) != written or subclassed or any(s is None for s in sites):
             return {}
         context: dict[str, Value] = {}
-        parameters = {
-            p.arg for p in (*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs)
-        }
+        parameters = {p.arg for p in parameters_of(init)}
         for parameter in parameters:
             held = [site.get(parameter) for site in sites if site is not None]
             if held and all(value is not None for value in held):
@@ -366,9 +369,7 @@ def _placed_by_parameter(
     if value.where is not Where.DEVICE:
         return False
     root = value.placement.device.split(".", 1)[0].split("[", 1)[0]
-    arguments = function.args
-    every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
-    return any(parameter.arg == root and root not in exempt for parameter in every)
+    return any(p.arg == root and root not in exempt for p in parameters_of(function))
 
 
 def _decorated(function: FunctionNode) -> bool:

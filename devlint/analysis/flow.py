@@ -68,6 +68,7 @@ from devlint.analysis.syntax import (
     dotted_name,
     is_class_level,
     nodes_below,
+    parameters_of,
     self_attribute,
     statement_blocks,
 )
@@ -696,8 +697,7 @@ class DeviceFlow(CallContexts):
 
     def _bind_parameters(self, function: FunctionNode, unit: Unit, env: Env) -> None:
         params = function.args
-        every = [*params.posonlyargs, *params.args, *params.kwonlyargs]
-        for index, param in enumerate(every):
+        for index, param in enumerate(parameters_of(function)):
             name = param.arg
             if index == 0 and name in ("self", "cls") and unit.module_class:
                 where = Where.INPUT if unit.forward or unit.on_module_device else Where.UNKNOWN
@@ -1052,9 +1052,7 @@ def _omitted_parameter(
     if function is None or found is None:
         return None
     name, absent_if_true = found
-    arguments = function.args
-    parameters = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
-    tested = next((parameter for parameter in parameters if parameter.arg == name), None)
+    tested = next((p for p in parameters_of(function) if p.arg == name), None)
     if tested is None:
         return None
     default = defaults_of(function).get(name)
@@ -1137,11 +1135,7 @@ def _leaves_when_available(statement: ast.If, names: ImportMap) -> bool:
 
 
 def _is_parameter_of(name: str, function: Optional[FunctionNode]) -> bool:
-    if function is None:
-        return False
-    arguments = function.args
-    every = (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)
-    return any(parameter.arg == name for parameter in every)
+    return function is not None and any(p.arg == name for p in parameters_of(function))
 
 
 def _narrow_types(

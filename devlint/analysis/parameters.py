@@ -24,7 +24,7 @@ from typing import Optional, Union
 
 from devlint.analysis.contexts import defaults_of
 from devlint.analysis.names import ImportMap
-from devlint.analysis.syntax import dotted_name, nodes_below
+from devlint.analysis.syntax import dotted_name, nodes_below, parameters_of
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 
@@ -122,9 +122,7 @@ _LISTS = _SEQUENCES - {"Iterable"}
 
 def list_parameters(function: FunctionNode) -> frozenset[str]:
     """The parameters of ``function`` annotated as lists or tuples."""
-    arguments = function.args
-    every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
-    return frozenset(p.arg for p in every if annotated_as_list(p.annotation))
+    return frozenset(p.arg for p in parameters_of(function) if annotated_as_list(p.annotation))
 
 
 def names_used_as_modules(function: FunctionNode) -> set[str]:
@@ -273,8 +271,7 @@ _TEST_FOLDERS = frozenset({"test", "tests"})
 def tensor_parameters(function: FunctionNode, used_as_tensors: Collection[str]) -> set[str]:
     """The parameters of ``function`` that are tensors by annotation, or by use (the uses
     ``used_as_tensors`` names, a docstring's word among them, see `docstrings`)."""
-    arguments = function.args
-    every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+    every = parameters_of(function)
     return {
         parameter.arg
         for parameter in every
@@ -292,8 +289,7 @@ def unpacked_tensor_items(function: FunctionNode) -> dict[str, tuple[bool, ...]]
     lengths = features_tuple`), each with, by position, whether the name unpacked there is a
     tensor: used the way only a tensor is (`features.size(0)`) and bound nowhere else. A
     caller's tuple of tensors holds them where the caller keeps its tensors."""
-    arguments = function.args
-    every = (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)
+    every = parameters_of(function)
     # (`pair: Tuple[np.ndarray, np.ndarray]`: the author says what the items are; a bare
     # `tuple` does not)
     parameters = {
@@ -400,8 +396,7 @@ def changed_parameters(function: FunctionNode) -> frozenset[str]:
     container itself (`for key in batch: batch[key] = ...`), or replaced by what it is turned
     into (`batch[key] = batch[key].cuda()`, whatever `key` is), or a mutating method called
     (`batch.update(...)`). (A tensor's items, `x[mask] = 0`, change no device.)"""
-    arguments = function.args
-    names = {p.arg for p in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)}
+    names = {p.arg for p in parameters_of(function)}
     keys = _container_keys(function)
     changed: set[str] = set()
     for node in nodes_below(function):
@@ -509,8 +504,7 @@ def numeric_parameters(function: FunctionNode, names: ImportMap) -> frozenset[st
     `bool` (or tuples of them), defaulting to a number, or used as a size or a bound
     (`torch.arange(seq_len)`, `range(n)`). `forward(self, x, seq_len)` then leaves `seq_len`
     out of the module's tensors."""
-    arguments = function.args
-    every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+    every = parameters_of(function)
     found = {p.arg for p in every if p.annotation is not None and _numeric_type(p.annotation)}
     found.update(
         name

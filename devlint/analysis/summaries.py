@@ -29,7 +29,7 @@ from typing import Any, Optional
 
 from devlint.analysis.contexts import none_defaulted
 from devlint.analysis.parameters import FunctionNode, module_tensors_set_in
-from devlint.analysis.syntax import dotted_name, keyword_value, own_nodes
+from devlint.analysis.syntax import dotted_name, keyword_value, own_nodes, parameters_of
 from devlint.analysis.torch_api import (
     COMBINING_FUNCTIONS,
     DEVICE_MOVES,
@@ -247,8 +247,7 @@ def _device_parameter(
     all pass it (or nothing) as `device=`, that calls nothing but torch and never moves a
     tensor. None where it is not such a function."""
     left_none = none_defaulted(function) & usable
-    arguments = function.args
-    every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+    every = parameters_of(function)
     if not left_none or function.decorator_list or any(_names_tensor(p.annotation) for p in every):
         return None
     if any(isinstance(node, _SUSPENDING) for node in nodes):

@@ -118,6 +118,13 @@ def statement_blocks(statement: ast.stmt) -> Iterator[Sequence[ast.stmt]]:
         yield handler.body
 
 
+def parameters_of(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.arg]:
+    """A function's named parameters, in order: positional-only, positional, keyword-only
+    (`*args` and `**kwargs` aside)."""
+    arguments = function.args
+    return [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+
+
 CLASS_LEVEL_DECORATORS = frozenset({"staticmethod", "classmethod"})
 
 

@@ -16,6 +16,7 @@ from devlint.analysis.syntax import (
     dotted_name,
     keyword_value,
     nodes_below,
+    parameters_of,
     self_attribute,
 )
 from devlint.analysis.syntax_screen import SyntaxFacts
@@ -669,8 +670,7 @@ def _loop_counters(function: FunctionNode) -> set[str]:
             first = target.elts[0]
             if isinstance(first, ast.Name):
                 counters.add(first.id)
-    arguments = function.args
-    parameters = {p.arg for p in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)}
+    parameters = {p.arg for p in parameters_of(function)}
     return {name for name in counters if stored.get(name) == 1 and name not in parameters}
 
 
