@@ -86,8 +86,6 @@ def _record_move(tensor: Any) -> None:
 
 def _to(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     args = (args[0], map_device(args[1]), *args[2:]) if len(args) > 1 else args
-    if "device" in kwargs:
-        kwargs = {**kwargs, "device": map_device(kwargs["device"])}
     if vt.VIRTUAL in args[1:] or kwargs.get("device") == vt.VIRTUAL:
         _record_move(args[0])
     return func(*args, **kwargs)
@@ -152,8 +150,6 @@ def _new_tensor(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[st
         args = (*args[:position], _host_values(args[position]), *args[position + 1 :])
     if type(kwargs.get("data")) in (list, tuple):
         kwargs = {**kwargs, "data": _host_values(kwargs["data"])}
-    if "device" in kwargs:
-        kwargs = {**kwargs, "device": map_device(kwargs["device"])}
     return func(*args, **kwargs)
 
 
@@ -217,12 +213,12 @@ class VirtualCudaMode(TorchFunctionMode):
         kwargs = dict(kwargs or {})
         handler = _HANDLERS.get(func)
         try:
-            if handler is not None:
-                return handler(func, args, kwargs)
             if "device" in kwargs:
                 kwargs["device"] = map_device(kwargs["device"])
             if "generator" in kwargs:
                 _check_generator(args, kwargs)
+            if handler is not None:
+                return handler(func, args, kwargs)
             return func(*args, **kwargs)
         except (RuntimeError, TypeError, ValueError, AssertionError) as error:
             _speak_cuda(error)
