@@ -409,16 +409,20 @@ def disagreements(reference: dict[str, str], virtual: dict[str, str]) -> dict[st
 def compare(path: Path, as_json: bool) -> None:
     from devlint.runtime import vgpu
 
+    try:
+        reference = json.loads(path.read_text())
+        outcomes: dict[str, str] = reference["outcomes"]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        sys.exit(f"{path}: not a record of --record ({type(error).__name__}: {error})")
     vgpu.install()
-    reference = json.loads(path.read_text())
     virtual = run_all()
-    differing = disagreements(reference["outcomes"], virtual)
+    differing = disagreements(outcomes, virtual)
     if as_json:
         print(json.dumps({"virtual": virtual, "differing": differing}))
         return
     for name, (real, simulated) in sorted(differing.items()):
         print(f"{name}\n    real GPU:    {real}\n    virtual GPU: {simulated}")
-    total = len(reference["outcomes"])
+    total = len(outcomes)
     agree = total - len(differing)
     print(
         f"{agree} of {total} cases agree ({agree / total:.1%}) with {reference['gpu']}, "
