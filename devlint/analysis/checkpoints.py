@@ -34,6 +34,9 @@ gathers the evidence a file holds about one load:
 - **Safe, a dataset's data**: a dataset class (`ExpertDataset`, a `torch.utils.data.Dataset`)
   loads a file that shows no checkpoint and is not used as a whole model (called, `.eval()`):
   its tensors feed a DataLoader, which prepares them on the CPU.
+- **Safe, no GPU to save from**: the file hides every GPU at its top
+  (``os.environ["CUDA_VISIBLE_DEVICES"] = ""``), so its author's own run loaded on the CPU: a
+  GPU's file would have failed there first.
 - **A checkpoint**: the result reaches ``load_state_dict``, is read with a ``"model"``,
   ``"optimizer"`` or ``"state_dict"`` key, or the file saves the path from a state dict or
   from values a device-moving function made.
@@ -427,6 +430,7 @@ class CheckpointEvidence:
         self._assigned: dict[int, dict[str, cst.BaseExpression]] = {}  # per scope, on demand
         # The attributes of `self` that always hold CPU tensors (see `_cpu_attributes`).
         self._cpu_attributes: Optional[set[str]] = None
+        self._no_gpus: Optional[bool] = None
 
     def evidence(
         self,
@@ -440,6 +444,8 @@ class CheckpointEvidence:
         path = argument(load, 0, "f")
         if path is None:
             return LoadEvidence()
+        if self._hides_gpus():
+            return LoadEvidence(safe="this file hides every GPU (`CUDA_VISIBLE_DEVICES`)")
         saves = self._file_saves()
         key = self._resolve(scope, source_key(path.value, self._module))
         if key in self._round_trip_keys(scope, load):
@@ -509,6 +515,18 @@ class CheckpointEvidence:
             # A dataset's tensors feed a DataLoader, which prepares them on the CPU.
             return LoadEvidence(safe="a dataset's data file: its loader reads CPU tensors")
         return LoadEvidence(checkpoint=checkpoint)
+
+    def _hides_gpus(self) -> bool:
+        """A top-level `os.environ["CUDA_VISIBLE_DEVICES"] = ""` (or `"-1"`): the process that
+        runs this file, its author's included, sees no GPU."""
+        if self._no_gpus is None:
+            self._no_gpus = any(
+                _hides_gpus(small, self._names)
+                for statement in self._module.body
+                if isinstance(statement, cst.SimpleStatementLine)
+                for small in statement.body
+            )
+        return self._no_gpus
 
     def _cpu_value(self, value: cst.BaseExpression) -> bool:
         """A value moved to the CPU (`feats.cpu()`), or an attribute of `self` every assignment
@@ -819,6 +837,23 @@ class CheckpointEvidence:
                 if key is not None and CHECKPOINT_KEY.search(key):
                     return f'the result is read with the checkpoint key "{key}"'
         return None
+
+
+def _hides_gpus(statement: cst.BaseSmallStatement, names: ImportMap) -> bool:
+    """`os.environ["CUDA_VISIBLE_DEVICES"] = ""` or `"-1"`: no GPU for the process."""
+    if not isinstance(statement, cst.Assign) or string_value(statement.value) not in ("", "-1"):
+        return False
+    for target in statement.targets:
+        subscript = target.target
+        if (
+            isinstance(subscript, cst.Subscript)
+            and names.qualified_name(subscript.value) == "os.environ"
+            and len(subscript.slice) == 1
+            and isinstance(subscript.slice[0].slice, cst.Index)
+            and string_value(subscript.slice[0].slice.value) == "CUDA_VISIBLE_DEVICES"
+        ):
+            return True
+    return False
 
 
 def _cpu_attributes(module: cst.Module, names: ImportMap) -> set[str]:

@@ -106,6 +106,10 @@ class LoadWithoutMapLocation(Rule):
       `train.py`), and this file and every file of the folder pass the same
       test and load nothing: a tutorial's `train.py` and `predict.py`. The file
       holds CPU tensors only.
+    - **No GPU to save from** (silent): the file hides every GPU at its top
+      (`os.environ["CUDA_VISIBLE_DEVICES"] = ""`, or `"-1"`), as test suites
+      that compare against recorded outputs do. Its author's own run loaded
+      the file on the CPU, so a GPU's file would have failed there first.
 
     Paths match by how they are written (`path`, `tmp.name` as `tmp`,
     `open(path, "wb")` as `path`, `self.processed_paths[0]`), never by guessing
@@ -145,6 +149,9 @@ class LoadWithoutMapLocation(Rule):
     required_patterns = (TORCH_LOAD,)
 
     VALID = (
+        # the file hides every GPU: its author's run loaded on the CPU too
+        "import os, torch\nos.environ['CUDA_VISIBLE_DEVICES'] = ''\n"
+        "def test_outputs(path):\n    expected = torch.load(path)",
         # what the same function saves there, it moved to the CPU just before
         "import os, torch\ndef extract(model, loader, save_file, device):\n"
         "    if not os.path.isfile(save_file):\n"
@@ -601,6 +608,19 @@ class LoadWithoutMapLocation(Rule):
             "    return torch.load(os.path.join(root, 'b.pt'))",
             4,
             12,
+        ),
+        # Hiding GPUs inside a function, or all but one, leaves a GPU to save from.
+        Invalid(
+            "import os, torch\ndef main(path):\n"
+            "    os.environ['CUDA_VISIBLE_DEVICES'] = ''\n    return torch.load(path)",
+            4,
+            12,
+        ),
+        Invalid(
+            "import os, torch\nos.environ['CUDA_VISIBLE_DEVICES'] = '0'\n"
+            "state = torch.load('ckpt.pt')",
+            3,
+            9,
         ),
         # A byte buffer from elsewhere (an archive, the network) is no round trip.
         Invalid(
