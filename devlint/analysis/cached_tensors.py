@@ -154,8 +154,8 @@ def _may_ask_devices(test: ast.expr) -> bool:
 
 
 def _registers_itself(value: ast.expr) -> bool:
-    """A layer or a parameter (`nn.Linear(...).to(x.device)`, `nn.Parameter(...)`): stored on a
-    module, it is registered, and `.to()` moves it."""
+    """A layer or a parameter (`nn.Linear(...).to(x.device)`, `nn.Parameter(...)`), or a layer
+    passed through a wrapper: stored on a module, it is registered, and `.to()` moves it."""
     while (
         isinstance(value, ast.Call)
         and isinstance(value.func, ast.Attribute)
@@ -165,6 +165,9 @@ def _registers_itself(value: ast.expr) -> bool:
     if not isinstance(value, ast.Call):
         return False
     name = last_name(value.func)
+    if name[:1].islower() and value.args:
+        # a layer's wrapper returns the layer: `weight_norm(nn.Linear(...))`, `spectral_norm`
+        return _registers_itself(value.args[0])
     return name[:1].isupper() and not name.endswith("Tensor")
 
 

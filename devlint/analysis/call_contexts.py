@@ -50,7 +50,8 @@ class CallContexts(CallEvaluator):
     call_findings: dict[ast.Call, list[CallFinding]]
     _summaries: dict[FunctionNode, Value]
     _contexts: dict[
-        tuple[FunctionNode, Context, bool, bool], tuple[Value, tuple[InnerFinding, ...]]
+        tuple[FunctionNode, Context, frozenset[str], bool, bool],
+        tuple[Value, tuple[InnerFinding, ...]],
     ]
     _context_counts: dict[FunctionNode, int]
     _constructions: dict[str, list[Optional[dict[str, Value]]]]
@@ -198,14 +199,16 @@ class CallContexts(CallEvaluator):
         path count (see `_first_iteration`)."""
         known = {name: value for name, value in bound.items() if value is not UNKNOWN}
         passed = tuple(sorted(known.items(), key=lambda pair: pair[0]))
-        key = (function, passed, unit.default_device_changed > 0, first_iteration)
+        # (a parameter passed a value the analysis does not know is not one left at its default)
+        unknown = frozenset(bound) - frozenset(known)
+        key = (function, passed, unknown, unit.default_device_changed > 0, first_iteration)
         memo = self._contexts.get(key)
         if memo is None:
             count = self._context_counts.get(function, 0)
             if count >= CONTEXTS_PER_FUNCTION:
                 return None
             self._context_counts[function] = count + 1
-            memo = self._analyze_in_context(function, known, unit, first_iteration)
+            memo = self._analyze_in_context(function, known, unknown, unit, first_iteration)
             self._contexts[key] = memo
         result, findings = memo
         for inner in findings:
@@ -214,7 +217,12 @@ class CallContexts(CallEvaluator):
         return result
 
     def _analyze_in_context(
-        self, function: FunctionNode, bound: dict[str, Value], unit: Unit, first_iteration: bool
+        self,
+        function: FunctionNode,
+        bound: dict[str, Value],
+        unknown: frozenset[str],
+        unit: Unit,
+        first_iteration: bool,
     ) -> tuple[Value, tuple[InnerFinding, ...]]:
         self._in_progress.add(function)
         recording, statement = self.recording, self.statement
@@ -225,7 +233,7 @@ class CallContexts(CallEvaluator):
         # (a decorator may fill in what the call leaves out: `kw.setdefault("device", ...)`)
         left_none = set() if _decorated(function) else none_defaulted(function)
         for name, default in defaults_of(function).items():
-            if name not in bound:  # the call leaves it out: the default is what it holds
+            if name not in bound and name not in unknown:  # left out: the default holds
                 value = NONE if name in left_none else self.eval(default, {}, unit)
                 if value is not UNKNOWN:
                     passed[name] = value

@@ -257,7 +257,7 @@ class CallEvaluator:
         if self.frames and not self.recording:
             self.note_operation(node, operands)
 
-    def device_read(self, unit: Unit, name: str) -> Optional[ast.Attribute]:
+    def device_read(self, unit: Unit, use: ast.Name) -> Optional[ast.Attribute]:
         raise NotImplementedError
 
     def bound_in_context(self, node: ast.expr) -> bool:
@@ -319,7 +319,7 @@ class CallEvaluator:
             if later is not None:
                 self.later_values[node] = later
         if value.kind is Kind.UNKNOWN and value.where is Where.UNKNOWN:
-            read = self.device_read(unit, node.id)
+            read = self.device_read(unit, node)
             if read is not None:  # a tensor whose device the code reads: on a device, somewhere
                 evidence = f"`{node.id}`, whose device is read"
                 return Value(Kind.TENSOR, Placement(Where.INPUT, evidence=evidence, origin=read))

@@ -58,6 +58,7 @@ from devlint.analysis.parameters import (
     names_on_a_device,
     names_used_as_tensors,
     numeric_parameters,
+    rebinding_positions,
     runs_on_cpu_by_design,
     tensor_parameters,
     unpacked_tensor_items,
@@ -172,7 +173,8 @@ class DeviceFlow(CallContexts):
         # Helpers analysed per calling context: their result and what they did with the
         # caller's CPU values (see `contexts`); the frames of those being analysed.
         self._contexts: dict[
-            tuple[FunctionNode, Context, bool, bool], tuple[Value, tuple[InnerFinding, ...]]
+            tuple[FunctionNode, Context, frozenset[str], bool, bool],
+            tuple[Value, tuple[InnerFinding, ...]],
         ]
         self._contexts = {}
         self._context_counts: dict[FunctionNode, int] = {}
@@ -200,6 +202,7 @@ class DeviceFlow(CallContexts):
         self._returns_tensor: dict[str, bool] = {}  # see `class_returns_tensor`
         self._moved_helpers: Optional[frozenset[str]] = None
         self._device_reads: dict[FunctionNode, dict[str, ast.Attribute]] = {}
+        self._rebindings: dict[FunctionNode, dict[str, list[tuple[int, int]]]] = {}
         self._numeric: dict[FunctionNode, frozenset[str]] = {}  # numbers among parameters
         # Each method's class's methods, which it calls as `self.name(...)`.
         self.sibling_methods: dict[ast.AST, Mapping[str, FunctionNode]] = {}
@@ -656,17 +659,24 @@ class DeviceFlow(CallContexts):
             self._uses = name_uses(self._module, self.classes.keys())
         return self._uses
 
-    def device_read(self, unit: Unit, name: str) -> Optional[ast.Attribute]:
-        """Where ``unit``'s function reads the device of ``name``, a tensor it uses (see
-        `parameters.names_on_a_device`), once per function whatever its contexts; None for the
-        module script."""
+    def device_read(self, unit: Unit, use: ast.Name) -> Optional[ast.Attribute]:
+        """Where ``unit``'s function reads the device of the name ``use`` reads, a tensor it
+        uses (see `parameters.names_on_a_device`), once per function whatever its contexts;
+        None for the module script, or where the name takes a new value between the read and
+        ``use`` (`x = x.cpu().numpy()`: an array now)."""
         function = unit.function
         if function is None:
             return None
         reads = self._device_reads.get(function)
         if reads is None:
             reads = self._device_reads[function] = names_on_a_device(function)
-        return reads.get(name)
+            self._rebindings[function] = rebinding_positions(function)
+        read = reads.get(use.id)
+        if read is None:
+            return None
+        low, high = sorted(((read.lineno, read.col_offset), (use.lineno, use.col_offset)))
+        rebound = self._rebindings[function].get(use.id, ())
+        return None if any(low < where < high for where in rebound) else read
 
     def _places_on_device(self) -> bool:
         """Whether the file places anything on a device (see `places_on_a_device`)."""

@@ -243,6 +243,26 @@ def _position(node: ast.expr) -> tuple[int, int]:
     return node.lineno, node.col_offset
 
 
+def rebinding_positions(function: FunctionNode) -> dict[str, list[tuple[int, int]]]:
+    """Where each plain name of ``function`` takes a new value: the end of the statement that
+    assigns it (`x = x.cpu().numpy()` binds once its value is made), or a loop's target. An
+    augmented assignment (`x += 1`) keeps the tensor, and its device."""
+    found: dict[str, list[tuple[int, int]]] = {}
+    for node in nodes_below(function):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            end = (node.end_lineno or node.lineno, node.end_col_offset or 0)
+            for target in targets:
+                for part in ast.walk(target):
+                    if isinstance(part, ast.Name):
+                        found.setdefault(part.id, []).append(end)
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            for part in ast.walk(node.target):
+                if isinstance(part, ast.Name):
+                    found.setdefault(part.id, []).append(_position(part))
+    return found
+
+
 def runs_on_cpu_by_design(function: FunctionNode, classes: Iterable[str]) -> bool:
     """A dataset's item access, a collate function, a data collator's or a dataset's methods:
     code that prepares CPU data. ``classes`` are the class's own name and its bases'."""

@@ -69,6 +69,11 @@ class CrossDeviceOp(FlowRule):
     required_patterns = (DEVICE_SOURCE, CPU_TENSOR_SOURCE)
 
     VALID = (
+        # the caller passes its own `device` on, whatever it holds: not the helper's None
+        "import torch\ndef draw(shape, device=None):\n    return torch.rand(shape, device=device)\n"
+        "def sample(shape, low, device='cpu'):\n"
+        "    low = torch.as_tensor(low, device=device)\n"
+        "    return draw(shape, device=device) * low.log()",
         # told not to compare devices
         "import torch\nx = torch.ones(2).cuda()\n"
         "torch.testing.assert_close(x.sum(), torch.tensor(2.0), check_device=False)",

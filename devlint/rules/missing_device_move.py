@@ -61,6 +61,11 @@ class MissingDeviceMove(FlowRule):
     tuple or list whose every tensor is on the CPU counts as a CPU input (an
     LSTM's `(h0, c0)`), and a helper method of the file's module class called
     on an instance (`model.init_hidden(n)`) is analysed like a helper function.
+    A CPU tensor passed beside one the caller moved to the module's device
+    (`model(inputs.to(device), lengths)`) was left there by choice, not
+    forgotten: lengths `pack_padded_sequence` takes on the CPU, coordinates
+    read as numbers. The call alone says nothing more (a module of the file is
+    analysed with what it is passed).
     A tensor parameter says nothing of the caller's device where the code
     prepares CPU data: a dataset's methods, a collate function, or a helper
     whose every call in the file moves what it returns to a device
@@ -127,6 +132,10 @@ class MissingDeviceMove(FlowRule):
     required_patterns = (DEVICE_OR_INPUT_SOURCE, CPU_TENSOR_SOURCE)
 
     VALID = (
+        # one input moved, one left: lengths `pack_padded_sequence` takes on the CPU
+        "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+        "model = Speech().to(device)\ninputs = torch.rand(3, 12, 80).to(device)\n"
+        "lengths = torch.IntTensor([12, 11, 10])\noutputs = model(inputs, lengths)",
         # a static method whose every call in the file (`Post.scale(...)`) passes CPU tensors
         "import torch\ndef predict(model, image):\n    out = model(image.to('cuda'))\n"
         "    return out.cpu()\nclass Post:\n    def run(self, model, image):\n"
@@ -1004,7 +1013,7 @@ class MissingDeviceMove(FlowRule):
         found = first_cpu_operand(arguments)
         from_sequence = found is None
         found = found or first_cpu_sequence(arguments)  # `model(x, (h0, c0))`
-        if found is None:
+        if found is None or (not from_sequence and _beside_a_moved_input(arguments)):
             return
         argument, value = found
         citations = Citations()
@@ -1287,3 +1296,10 @@ def _on_module_device(value: Value) -> bool:
         or evidence.startswith(("input ", "output of `self"))
         or "of the module" in evidence
     )
+
+
+def _beside_a_moved_input(arguments: list[tuple[ast.expr, Value]]) -> bool:
+    """A call given a tensor on a device beside the CPU one: the caller moved one input and
+    left the other (`model(inputs.to(device), input_lengths)`), by choice: lengths that
+    `pack_padded_sequence` takes on the CPU, coordinates read as numbers."""
+    return any(value.kind is Kind.TENSOR and value.where is Where.DEVICE for _, value in arguments)

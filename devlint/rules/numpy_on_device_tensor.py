@@ -90,6 +90,10 @@ class NumpyOnDeviceTensor(FlowRule):
     required_patterns = (DEVICE_SOURCE_OR_TENSOR_TYPE,)
 
     VALID = (
+        # the name read for its device now holds the array made from it
+        "import numpy as np, torch\ndef top_p(logits):\n    device = logits.device\n"
+        "    logits = logits.detach().cpu().float().numpy()\n"
+        "    return torch.from_numpy(np.argsort(logits)).to(device)",
         # arithmetic of an input of unknown kind (a size) is no tensor
         "import numpy as np\nimport torch\nfrom torch import nn\nclass Layer(nn.Module):\n"
         "    def __init__(self):\n        super().__init__()\n        self.window = 7\n"

@@ -192,6 +192,13 @@ class TensorAttributeNotBuffer(FlowRule):
         "    def forward(self, x):\n        if self.proj is None:\n"
         "            self.proj = nn.Linear(x.size(-1), 4).to(x.device)\n"
         "        return self.proj(x)",
+        # ... and so does one its wrapper returns
+        "import torch\nfrom torch import nn\nfrom torch.nn.utils import parametrizations as P\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.proj = None\n"
+        "    def forward(self, x):\n        if self.proj is None:\n"
+        "            self.proj = P.weight_norm(nn.Linear(x.size(-1), 4)).to(x.device)\n"
+        "        return self.proj(x)",
         # a condition that asks a method of the module, which may compare devices
         "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
         "    def __init__(self):\n        super().__init__()\n        self.mask = None\n"
