@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Optional, Union, cast
 
 import libcst as cst
 
+from devlint.analysis.conditions import suite_exits
 from devlint.analysis.devices import argument, string_value
 from devlint.analysis.names import ImportMap, dotted_name
 from devlint.analysis.syntax import CLASS_LEVEL_DECORATORS
@@ -367,16 +368,32 @@ def _is_save(call: cst.Call) -> bool:
 
 
 def _exclusive_branches(scope: Scope, first: cst.CSTNode, second: cst.CSTNode) -> bool:
-    """Whether an `if` runs one node in its body and the other in its `else`: a cache's load
-    and its save (`if exists: x = torch.load(p)` / `else: x = make(); torch.save(x, p)`)."""
+    """Whether an `if` runs one node in its body and the other in its `else`, or after a body
+    that always leaves: a cache's load and its save (`if exists: x = torch.load(p)` / `else:
+    x = make(); torch.save(x, p)`, or `if exists: return torch.load(p)`, then the save)."""
     for node in descendants(scope):
-        if type(node) is cst.If and node.orelse is not None:
-            body = set(map(id, descendants(node.body)))
+        if type(node) is not cst.If:
+            continue
+        body = set(map(id, descendants(node.body)))
+        if node.orelse is not None:
             orelse = set(map(id, descendants(node.orelse)))
             if (id(first) in body and id(second) in orelse) or (
                 id(first) in orelse and id(second) in body
             ):
                 return True
+        elif id(first) in body and suite_exits(node.body) and _runs_after(scope, node, second):
+            return True
+    return False
+
+
+def _runs_after(scope: Scope, statement: cst.If, node: cst.CSTNode) -> bool:
+    """Whether ``node`` lies in a statement after ``statement`` in the block that holds it."""
+    for block in descendants(scope):
+        body = getattr(block, "body", None)
+        if not isinstance(body, (list, tuple)) or statement not in body:
+            continue
+        later = body[body.index(statement) + 1 :]
+        return any(id(node) in set(map(id, descendants(part))) for part in later)
     return False
 
 

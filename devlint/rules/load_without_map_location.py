@@ -149,6 +149,12 @@ class LoadWithoutMapLocation(Rule):
     required_patterns = (TORCH_LOAD,)
 
     VALID = (
+        # the function's own cache, read back if there, else made from numbers and saved
+        "import os, numpy as np, torch\ndef index_data(path, bin_path):\n"
+        "    if os.path.isfile(bin_path):\n        data = torch.load(bin_path)\n"
+        "        return data\n"
+        "    data = {'rows': np.int64(read_rows(path))}\n    torch.save(data, bin_path)\n"
+        "    return data",
         # the file hides every GPU: its author's run loaded on the CPU too
         "import os, torch\nos.environ['CUDA_VISIBLE_DEVICES'] = ''\n"
         "def test_outputs(path):\n    expected = torch.load(path)",
