@@ -79,6 +79,7 @@ class FlowContext(FindingCollector):
             self.facts,
             test_module=is_test_module(path_in_project(self.path)),
             project=self.project,
+            path=self.path,
         )
         seen: set[int] = set()
         for node, statement in self._flow.visits:

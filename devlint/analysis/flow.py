@@ -18,6 +18,7 @@ The interpreter reads CPython's syntax tree (see :mod:`devlint.analysis.syntax`)
 from __future__ import annotations
 
 import ast
+import os
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -25,6 +26,7 @@ from dataclasses import replace
 from typing import Any, Optional, TypeVar, Union, cast
 
 from devlint.analysis.call_contexts import CallContexts
+from devlint.analysis.callers import cpu_parameters
 from devlint.analysis.contexts import (
     CallFinding,
     Context,
@@ -142,9 +144,11 @@ class DeviceFlow(CallContexts):
         facts: Optional[SyntaxFacts] = None,
         test_module: bool = False,
         project: Optional[ProjectView] = None,
+        path: Optional[str] = None,
     ) -> None:
         self.names = names
         self.project = project
+        self.path = path  # the linted file, where it is one: the project's callers call it
         self.test_module = test_module
         self.facts = facts
         self._reach: dict[ast.AST, tuple[bool, bool]] = {}
@@ -599,7 +603,23 @@ class DeviceFlow(CallContexts):
         ):
             return frozenset()  # the screen's names are a superset: nothing to refine
         used = names_used_as_tensors(function)
-        return frozenset(tensor_parameters(function, used | documented))
+        contract = frozenset(tensor_parameters(function, used | documented))
+        if contract and not tuple(bases):
+            return contract - self._moved_to_cpu_by_other_files(function)
+        return contract
+
+    def _moved_to_cpu_by_other_files(self, function: FunctionNode) -> frozenset[str]:
+        """The parameters every call of ``function`` in the project's other files passes moved
+        to the CPU (`renorm(img.cpu())`, see `callers`): for a top-level function the file
+        itself never calls, whose callers are all elsewhere."""
+        if (
+            self.path is None
+            or function not in self._module.body
+            or self._calls_written()[function.name]
+            or not os.path.isfile(self.path)
+        ):
+            return frozenset()
+        return cpu_parameters(self.path, function)
 
     def _callers_contract(self, function: FunctionNode, bases: Iterable[str]) -> bool:
         """Whether ``function``'s tensors may live on its caller's device: not in a test module's

@@ -86,6 +86,15 @@ def record_dependency(linted: str, consulted: str, kind: str, digest: str) -> No
     _DEPENDENCIES.setdefault(linted, {})[consulted] = stamp
 
 
+_CALLERS = "callers:"
+
+
+def record_callers(linted: str, root: str, name: str, digest: str) -> None:
+    """A dependency on the files of the project at ``root`` that call ``name`` (see
+    `callers`), by ``digest``: a new caller, or a changed one, re-lints ``linted``."""
+    _DEPENDENCIES.setdefault(linted, {})[f"{root}#{name}"] = [0, 0, digest, _CALLERS + name]
+
+
 def content_digest(path: str) -> str:
     try:
         return bytes_digest(Path(path).read_bytes())
@@ -113,9 +122,14 @@ CODE_SUFFIXES = (".py", ".ipynb")  # the files a folder's listing names
 
 def dependency_holds(path: str, recorded: list[object]) -> bool:
     """Whether the summary of ``path`` still has the recorded digest (or its content or, for a
-    folder, its listing, where that was recorded)."""
+    folder, its listing or the files calling a name, where that was recorded)."""
     if len(recorded) == 4 and recorded[3] == "listing":
         return listing_digest(path) == recorded[2]
+    if len(recorded) == 4 and str(recorded[3]).startswith(_CALLERS):
+        from devlint.analysis.callers import callers_digest  # (it reads this module's views)
+
+        root = path.rpartition("#")[0]
+        return callers_digest(root, str(recorded[3])[len(_CALLERS) :]) == recorded[2]
     if len(recorded) == 4 and recorded[3] == "content":
         try:
             stat = os.stat(path)
@@ -139,12 +153,12 @@ def path_in_project(path: str) -> str:
     """``path`` relative to its project root where it has one (so that folders above the
     project, `/home/me/tests/...`, say nothing of the file), else as given."""
     resolved = Path(path).resolve()
-    root = _project_root_cached(resolved.parent)
+    root = project_root(resolved.parent)
     return str(resolved.relative_to(root)) if root is not None else path
 
 
 @functools.lru_cache(maxsize=256)
-def _project_root_cached(folder: Path) -> Optional[Path]:
+def project_root(folder: Path) -> Optional[Path]:
     return _project_root(folder)
 
 
@@ -155,7 +169,7 @@ def _project_root(folder: Path) -> Optional[Path]:
     return None
 
 
-def _package_root(folder: Path) -> Path:
+def package_root(folder: Path) -> Path:
     """The folder holding the outermost package ``folder`` is in (itself if not a package)."""
     while (folder / "__init__.py").is_file() and folder.parent != folder:
         folder = folder.parent
@@ -164,7 +178,7 @@ def _package_root(folder: Path) -> Path:
 
 def search_roots(path: Path) -> list[Path]:
     folder = path.parent
-    roots = [folder, _package_root(folder)]
+    roots = [folder, package_root(folder)]
     project = _project_root(folder)
     if project is not None:
         roots += [project, project / "src"]

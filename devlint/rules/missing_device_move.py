@@ -69,7 +69,9 @@ class MissingDeviceMove(FlowRule):
     A tensor parameter says nothing of the caller's device where the code
     prepares CPU data: a dataset's methods, a collate function, or a helper
     whose every call in the file moves what it returns to a device
-    (`inputs = self.mask_tokens(inputs)`, then `inputs = inputs.to(device)`).
+    (`inputs = self.mask_tokens(inputs)`, then `inputs = inputs.to(device)`),
+    nor where every call in the project's other files passes it moved to the
+    CPU (`renorm(img.cpu())`, for a function its own file never calls).
 
     In a module's `forward` and the methods it calls, its registered buffers and
     parameters, its torch layers (`self.proj`) and their `weight` and `bias`,

@@ -1,0 +1,127 @@
+"""Across files, the other way: a function's callers in the project's other files say where
+its tensor parameters live when every one of them passes a tensor moved to the CPU."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from devlint.analysis import callers
+from devlint.api import lint_paths
+from devlint.config import ConfigResolver, RuleSelection
+from devlint.report import RunSummary
+
+from .helpers import count_lints, write_later
+
+UTILS = """\
+import torch
+
+
+def renorm(img, mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225)):
+    img_perm = img.permute(1, 2, 0)
+    mean = torch.Tensor(mean)
+    std = torch.Tensor(std)
+    return (img_perm * std + mean).permute(2, 0, 1)
+
+
+def to_device(item, device):
+    return item.to(device)
+"""
+SHOW = """\
+import torch
+from util.utils import renorm
+
+
+def show(img):
+    model = torch.nn.Linear(2, 2).to("cuda" if torch.cuda.is_available() else "cpu")
+    return renorm(img.cpu()).permute(1, 2, 0).numpy()
+"""
+ON_DEVICE = """\
+from util import utils
+
+
+def preview(batch):
+    return utils.renorm(batch[0])
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setattr(callers, "_LISTING_LIFETIME_S", 0.0)  # each lint lists the files anew
+    root = tmp_path / "project"
+    write_later(root / "pyproject.toml", "")
+    write_later(root / "util" / "__init__.py", "")
+    write_later(root / "util" / "utils.py", UTILS)
+    write_later(root / "vis.py", SHOW)
+    return root
+
+
+def _lint(root: Path, cache_dir: Path | None = None) -> RunSummary:
+    resolver = ConfigResolver(RuleSelection(("DEV005", "DEV006")))
+    return lint_paths([root], resolver, False, cache_dir=cache_dir)
+
+
+def _found(summary: RunSummary) -> list[tuple[str, str, int]]:
+    return [(Path(f.path).name, f.code, f.start.row) for f in summary.findings]
+
+
+def test_callers_that_all_pass_cpu_tensors_make_the_parameter_theirs(project: Path) -> None:
+    assert _found(_lint(project)) == []
+
+
+def test_one_caller_passing_what_it_did_not_move_keeps_the_contract(project: Path) -> None:
+    write_later(project / "preview.py", ON_DEVICE)
+    assert _found(_lint(project)) == [("utils.py", "DEV005", 7)]
+
+
+def test_a_function_of_the_same_name_elsewhere_is_no_caller(project: Path) -> None:
+    write_later(project / "other.py", "def renorm(x):\n    return x\nrenorm(batch[0])\n")
+    assert _found(_lint(project)) == []
+
+
+def test_without_callers_the_contract_stands(project: Path) -> None:
+    (project / "vis.py").unlink()
+    assert _found(_lint(project)) == [("utils.py", "DEV005", 7)]
+
+
+def test_a_new_caller_relints_the_function_from_the_cache(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache_dir = tmp_path / "cache"
+    assert _found(_lint(project, cache_dir)) == []
+    linted = count_lints(monkeypatch)
+    write_later(project / "preview.py", ON_DEVICE)
+    assert _found(_lint(project, cache_dir)) == [("utils.py", "DEV005", 7)]
+    assert sorted(linted) == ["preview.py", "utils.py"]
+
+
+def test_an_unchanged_project_answers_from_the_cache(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache_dir = tmp_path / "cache"
+    _lint(project, cache_dir)
+    linted = count_lints(monkeypatch)
+    assert _found(_lint(project, cache_dir)) == []
+    assert linted == []
+
+
+@pytest.mark.parametrize(
+    ("argument", "moved"),
+    [
+        ("img.cpu()", True),
+        ("img.detach().cpu()", True),
+        ("img.cpu().float()", True),
+        ("outputs.cpu()[0]", True),
+        ("img.to('cpu')", True),
+        ("img.to(device='cpu')", True),
+        ("img", False),
+        ("img.to(device)", False),
+        ("img.cpu().cuda()", False),
+        ("img.float()", False),
+    ],
+)
+def test_what_counts_as_moved_to_the_cpu(argument: str, moved: bool) -> None:
+    expression = ast.parse(argument, mode="eval").body
+    assert callers.moved_to_cpu(expression) is moved
