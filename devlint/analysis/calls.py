@@ -32,6 +32,7 @@ from devlint.analysis.syntax import (
     is_class_level,
     keyword_value,
     last_name,
+    no_elements,
     string_value,
 )
 from devlint.analysis.torch_api import (
@@ -769,9 +770,11 @@ class CallEvaluator:
             or qualified in COMBINING_FUNCTIONS
             or qualified.startswith("torch.nn.functional.")
         ):
-            # An option written as a string (`indexing="xy"`, `mode="bilinear"`) is no operand.
+            # An option written as a string (`indexing="xy"`, `mode="bilinear"`) is no operand,
+            # nor a placeholder of no elements (`torch.empty([0])` for an unused weight).
             options = [
-                isinstance(a, ast.Constant) and type(a.value) is str for a in call_arguments(node)
+                (isinstance(a, ast.Constant) and type(a.value) is str) or no_elements(a)
+                for a in call_arguments(node)
             ]
             operands = _operands([v for v, option in zip(arguments, options) if not option])
             # `F.grid_sample(x, grid)`, `F.linear(x, w)`: a functional layer's tensors (its

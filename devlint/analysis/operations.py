@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from typing import Optional
 
 from devlint.analysis.flow import DeviceFlow
+from devlint.analysis.syntax import no_elements
 from devlint.analysis.torch_api import (
     OPERAND_KEYWORDS,
     OPERAND_METHODS,
@@ -108,7 +109,7 @@ def _call_operands(node: ast.Call) -> Iterator[ast.expr]:
     for value in passed:
         if isinstance(value, (ast.List, ast.Tuple)):
             yield from (item for item in value.elts if not isinstance(item, ast.Starred))
-        else:
+        elif not no_elements(value):  # `torch.empty([0])`, a placeholder for an unused weight
             yield value
 
 

@@ -283,3 +283,16 @@ def method_name(func: ast.Attribute) -> ast.AST:
     name.end_col_offset = func.end_col_offset
     name.col_offset = func.end_col_offset - len(func.attr.encode())  # type: ignore[operator]
     return name
+
+
+def no_elements(node: ast.expr) -> bool:
+    """`torch.empty([0])`, `torch.zeros(0)`: a tensor of no elements, written as one."""
+    if not (isinstance(node, ast.Call) and len(node.args) == 1):
+        return False
+    name = dotted_name(node.func) or ""
+    if name.rpartition(".")[2] not in ("empty", "zeros", "ones"):
+        return False
+    size = node.args[0]
+    if isinstance(size, (ast.List, ast.Tuple)) and len(size.elts) == 1:
+        size = size.elts[0]
+    return isinstance(size, ast.Constant) and size.value == 0

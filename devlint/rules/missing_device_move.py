@@ -134,6 +134,14 @@ class MissingDeviceMove(FlowRule):
     required_patterns = (DEVICE_OR_INPUT_SOURCE, CPU_TENSOR_SOURCE)
 
     VALID = (
+        # a placeholder of no elements for a weight the call does not use
+        "import torch\nimport torch.nn.functional as F\nfrom torch import nn\n"
+        "class Attention(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.q = nn.Linear(8, 8)\n    def forward(self, query):\n"
+        "        return F.multi_head_attention_forward(query, query, query, 8, 2,\n"
+        "            torch.empty([0]), self.q.bias, None, None, False, 0.0, self.q.weight,\n"
+        "            self.q.bias, use_separate_proj_weight=True, q_proj_weight=self.q.weight,\n"
+        "            k_proj_weight=self.q.weight, v_proj_weight=self.q.weight)",
         # one input moved, one left: lengths `pack_padded_sequence` takes on the CPU
         "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
         "model = Speech().to(device)\ninputs = torch.rand(3, 12, 80).to(device)\n"
