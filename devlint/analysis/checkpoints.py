@@ -101,6 +101,7 @@ _TEMPORARY_FIXTURES = frozenset({"tmp_path", "tmpdir", "tmp_path_factory", "tmpd
 _PATH_BUILDERS = frozenset({"join", "Path", "PurePath", "str", "fspath", "format", "joinpath"})
 # Factories that copy their data where it lives (`torch.tensor(cuda_tensor)` stays there).
 _DATA_COPIES = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray", "torch.from_file"})
+_NAMED = "name:"  # a round trip's key for a file name, not a path (see `_round_trip_keys`)
 _WRAPPERS = frozenset({"BytesIO", "open", "Path", "str", "fspath", "bytes", "memoryview"})
 
 
@@ -315,11 +316,22 @@ def _file_name(path: cst.BaseExpression, values: dict[str, cst.BaseExpression]) 
         path = path.left  # a template: `"%s_net_%s.pth" % (epoch, label)`
     elif _method(path) == "format":
         path = cast(cst.Attribute, cast(cst.Call, path).func).value
-    text = string_value(path)
+    text = _template(path) if isinstance(path, cst.FormattedString) else string_value(path)
     if text is None:
         return None
     name = text.replace("\\", "/").rpartition("/")[2]
     return name if "." in name.strip(".") else None
+
+
+def _template(path: cst.FormattedString) -> Optional[str]:
+    """An f-string's template, `{}` for each value (`"gather_{}_{}.pkl"`), where its words
+    name a file family: at least four letters outside the values and the extension."""
+    parts = [
+        part.value if isinstance(part, cst.FormattedStringText) else "{}" for part in path.parts
+    ]
+    text = "".join(parts)
+    words = text.replace("{}", "").rpartition("/")[2].rpartition(".")[0]
+    return text if sum(letter.isalpha() for letter in words) >= 4 else None
 
 
 def _through(
@@ -465,8 +477,13 @@ class CheckpointEvidence:
             return LoadEvidence(safe="this file hides every GPU (`CUDA_VISIBLE_DEVICES`)")
         saves = self._file_saves()
         key = self._resolve(scope, source_key(path.value, self._module))
-        if key in self._round_trip_keys(scope, load):
+        round_trip = self._round_trip_keys(scope, load)
+        located = self._located_name(path.value, scope)
+        if key in round_trip or (located is not None and located in round_trip):
+            # (the same path, or a file of the same name in the same folder: `os.path.join(
+            # save_dir, f"gather_{rank}.pkl")` for each rank)
             return LoadEvidence(safe="saved by the same function")
+        name = _file_name(path.value, self._assigned_in(scope))
         if self._temporary(path.value, scope):
             return LoadEvidence(safe="in a temporary place the same function made")
         same_run = self._saved_earlier_in_this_run(path.value, scope)
@@ -477,7 +494,6 @@ class CheckpointEvidence:
             tensorless = self._loaded_into(load, scope, statement, _tensorless_use)
             if tensorless is not None:
                 return LoadEvidence(safe=tensorless)
-        name = _file_name(path.value, self._assigned_in(scope))
         named = [value for saved, value in self._named_saves if saved == name]
         if named and all(map(self._cpu_value, named)):
             # Another folder perhaps (`args.dump_features` / `args.load_features`), but the file
@@ -774,6 +790,17 @@ class CheckpointEvidence:
                         self._named_saves.append((name, value.value))
             self._collect_saves(child, scope)
 
+    def _located_name(self, path: cst.BaseExpression, scope: Scope) -> Optional[str]:
+        """A path's folder, as written, and its file name or template: `save_dir` and
+        `"gather_{}.pkl"` in `os.path.join(save_dir, f"gather_{rank}.pkl")`."""
+        values = self._assigned_in(scope)
+        name = _file_name(path, values)
+        path = _through(path, values)
+        if name is None or not isinstance(path, cst.Call) or len(path.args) < 2:
+            return None
+        folder = ", ".join(source_key(part.value, self._module) for part in path.args[:-1])
+        return f"{_NAMED}{folder}/{name}"
+
     def _round_trip_keys(self, scope: Scope, load: cst.Call) -> set[str]:
         """What the function saves into before the load, and names bound from those buffers
         (``data = buffer.getvalue()``). A save after the load (a checkpoint upgraded in place)
@@ -802,6 +829,9 @@ class CheckpointEvidence:
                 target = argument(node, 1, "f")
                 if target is not None and not _exclusive_branches(scope, node, load):
                     keys.add(self._resolve(scope, source_key(target.value, self._module)))
+                    located = self._located_name(target.value, scope)
+                    if located is not None:
+                        keys.add(located)
             elif (
                 type(node) is cst.Assign
                 and len(node.targets) == 1

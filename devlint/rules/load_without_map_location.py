@@ -48,7 +48,10 @@ class LoadWithoutMapLocation(Rule):
     - **Saved by the same function, before the load** (silent):
       `torch.save(x, buffer)` then `torch.load(buffer)`, a byte-buffer round trip
       (`torch.load(io.BytesIO(buffer.getvalue()))`), a temporary file written
-      and read back. One process on one machine: the devices it saved from exist.
+      and read back, or a file of the same name or f-string template in the
+      same folder (`os.path.join(save_dir, f"part_{rank}.pkl")`, each rank's
+      part of one job). One run on the same machines: the devices it saved
+      from exist.
     - **In a temporary place the same function made** (silent): a path in
       `with tempfile.TemporaryDirectory() as tmp`, `tempfile.mkdtemp()`, a
       `NamedTemporaryFile`, or pytest's `tmp_path`: only this process wrote
@@ -149,6 +152,12 @@ class LoadWithoutMapLocation(Rule):
     required_patterns = (TORCH_LOAD,)
 
     VALID = (
+        # each rank saves its part, then reads every rank's from the same folder
+        "import os, torch\ndef all_gather(data, save_dir, rank, world_size):\n"
+        "    path = os.path.join(save_dir, f'data_to_gather_{rank}.pkl')\n"
+        "    torch.save(data, path)\n    parts = []\n    for other in range(world_size):\n"
+        "        name = f'data_to_gather_{other}.pkl'\n"
+        "        parts.append(torch.load(os.path.join(save_dir, name)))\n    return parts",
         # the function's own cache, read back if there, else made from numbers and saved
         "import os, numpy as np, torch\ndef index_data(path, bin_path):\n"
         "    if os.path.isfile(bin_path):\n        data = torch.load(bin_path)\n"
