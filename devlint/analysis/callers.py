@@ -39,7 +39,9 @@ from devlint.complexity import parse_quietly
 _CALLED = re.compile(rb"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
 _SKIPPED_FOLDERS = frozenset({"node_modules", "site-packages", "build", "dist", "__pycache__"})
 _MAX_FILES = 5000  # a larger tree is not scanned for one function's callers
-_CPU_KEEPING = frozenset({"float", "double", "half", "long", "int", "contiguous", "clone"})
+_CPU_KEEPING = frozenset(
+    {"float", "double", "half", "long", "int", "contiguous", "clone", "detach"}
+)
 
 
 @dataclass(frozen=True)
@@ -101,7 +103,9 @@ def _text(path: str) -> Optional[_FileText]:
     return text
 
 
-def _tree(path: str, digest: str) -> Optional[ast.Module]:
+def parsed(path: str, text: _FileText) -> Optional[ast.Module]:
+    """The file's syntax tree, memoised by its digest; None where it does not parse."""
+    digest = text.digest
     key = (path, digest)
     if key not in _TREES:
         try:
@@ -111,7 +115,8 @@ def _tree(path: str, digest: str) -> Optional[ast.Module]:
     return _TREES[key]
 
 
-def _calling_files(root: Path, linted: str, name: str) -> Iterator[tuple[str, _FileText]]:
+def files_calling(root: Path, linted: str, name: str) -> Iterator[tuple[str, _FileText]]:
+    """The project's files, but ``linted``, whose text calls ``name`` (`name(`)."""
     own = os.path.abspath(linted)
     for path in _project_files(root):
         if path == own:
@@ -123,7 +128,7 @@ def _calling_files(root: Path, linted: str, name: str) -> Iterator[tuple[str, _F
 
 def callers_digest(root: str, name: str) -> str:
     """The digest of the files of ``root`` whose text calls ``name``, with their contents."""
-    parts = [f"{path}:{text.digest}" for path, text in _calling_files(Path(root), "", name)]
+    parts = [f"{path}:{text.digest}" for path, text in files_calling(Path(root), "", name)]
     return hashlib.blake2b("\n".join(parts).encode(), digest_size=12).hexdigest()
 
 
@@ -155,8 +160,8 @@ def cpu_parameters(linted: str, function: ast.FunctionDef | ast.AsyncFunctionDef
     record_callers(linted, str(root), name, callers_digest(str(root), name))
     positional = [argument.arg for argument in (*function.args.posonlyargs, *function.args.args)]
     agreed: Optional[set[str]] = None
-    for path, text in _calling_files(root, linted, name):
-        tree = _tree(path, text.digest)
+    for path, text in files_calling(root, linted, name):
+        tree = parsed(path, text)
         calls = _calls_of(path, tree, linted, name) if tree is not None else None
         if calls is None:
             return frozenset()

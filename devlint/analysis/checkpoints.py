@@ -37,6 +37,9 @@ gathers the evidence a file holds about one load:
 - **Safe, no GPU to save from**: the file hides every GPU at its top
   (``os.environ["CUDA_VISIBLE_DEVICES"] = ""``), so its author's own run loaded on the CPU: a
   GPU's file would have failed there first.
+- **Safe, the project's convention**: the result is a checkpoint, and the project saves its
+  weights moved to the CPU, with no `.state_dict()` saved as it is (see `project_saves`):
+  BasicSR's `save_network` stores `param.cpu()` for every weight.
 - **A checkpoint**: the result reaches ``load_state_dict``, is read with a ``"model"``,
   ``"optimizer"`` or ``"state_dict"`` key, or the file saves the path from a state dict or
   from values a device-moving function made.
@@ -441,9 +444,13 @@ class CheckpointEvidence:
         module: cst.Module,
         names: ImportMap,
         cpu_only: Callable[[], bool] = lambda: False,
+        weights_saver: Callable[[], Optional[str]] = lambda: None,
     ) -> None:
         self._module = module
         self._names = names
+        # Where the project moves every weight it saves to the CPU (see `project_saves`),
+        # asked where a load shows a checkpoint and nothing else settles it.
+        self._weights_saver = weights_saver
         # Whether nothing the file runs can place a value on a device (see `cpu_only`), asked
         # once, where a save of the loaded path needs it.
         self._ask_cpu_only = cpu_only
@@ -547,6 +554,9 @@ class CheckpointEvidence:
         if checkpoint is None and _is_dataset(classes) and not self._used_as_model(load, statement):
             # A dataset's tensors feed a DataLoader, which prepares them on the CPU.
             return LoadEvidence(safe="a dataset's data file: its loader reads CPU tensors")
+        saver = self._weights_saver() if checkpoint is not None else None
+        if saver is not None:
+            return LoadEvidence(safe=f"this project saves its weights moved to the CPU ({saver})")
         return LoadEvidence(checkpoint=checkpoint)
 
     def _hides_gpus(self) -> bool:

@@ -36,7 +36,7 @@ from devlint.analysis.syntax import dotted_name, keyword_value, string_value
 from devlint.complexity import parse_quietly
 from devlint.notebook import NOTEBOOK_SUFFIX, NotebookError, parse_notebook
 
-_DEVICE_WORDS = re.compile(
+DEVICE_WORDS = re.compile(
     r"cuda|device|\b(?:mps|xpu|hpu|npu|xla|tpu)\b|\.to\(|DataParallel|accelerat|Trainer|"
     r"set_default|distributed|\bgpu",
     re.IGNORECASE,
@@ -97,9 +97,7 @@ def facts_of_source(source: str) -> Optional[CodeFacts]:
                 written = string_value(target) if target is not None else None
                 if written:
                     saves.add(written)
-    return CodeFacts(
-        bool(_DEVICE_WORDS.search(source)), frozenset(imports), frozenset(saves), loads
-    )
+    return CodeFacts(bool(DEVICE_WORDS.search(source)), frozenset(imports), frozenset(saves), loads)
 
 
 _MEMO: dict[Path, tuple[int, int, str, Optional[CodeFacts]]] = {}

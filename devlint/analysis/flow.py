@@ -842,6 +842,10 @@ class DeviceFlow(CallContexts):
         if tested is not None:
             device, equal = tested
             _place_on_cpu(body_env if equal else orelse_env, device)
+        on_gpu = _tensor_tested_for_gpu(node.test, self.text)
+        if on_gpu is not None:
+            name, holds = on_gpu
+            _off_the_gpu(orelse_env if holds else body_env, name)
         _narrow_types(node.test, self.names, body_env, orelse_env, unit.function)
         flag = flag_tested(node.test)
         forgotten: tuple[Forgotten, Forgotten] = ({}, {})
@@ -1220,6 +1224,38 @@ def _give_siblings_back(env: Env, *branches: Env) -> None:
 def _is_parameter(value: Value) -> bool:
     """A tensor parameter as the caller passed it, untouched."""
     return value.kind is Kind.TENSOR and value.placement.evidence.startswith("parameter `")
+
+
+def _tensor_tested_for_gpu(test: ast.expr, text: SourceText) -> Optional[tuple[str, bool]]:
+    """`if x.device.type == "cuda":`, `if x.is_cuda:`, `if not x.is_cuda:`: the tensor whose
+    device is tested, and whether the test holds when it is on the GPU."""
+    negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+    inner = test.operand if isinstance(test, ast.UnaryOp) and negated else test
+    if isinstance(inner, ast.Attribute) and inner.attr == "is_cuda":
+        name = dotted_name(inner.value)
+        return (name, not negated) if name else None
+    if negated or not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return None
+    operator = type(test.ops[0])
+    if operator not in (ast.Eq, ast.NotEq):
+        return None
+    for side, other in ((test.left, test.comparators[0]), (test.comparators[0], test.left)):
+        name = dotted_name(side) or ""
+        if name.endswith((".device.type", ".device")) and "cuda" in text.code_of(other):
+            return name.removesuffix(".type").removesuffix(".device"), operator is ast.Eq
+    return None
+
+
+def _off_the_gpu(env: Env, name: str) -> None:
+    """Where a test proved a tensor is not on the GPU, the code handles it, and the tensors
+    made from it, where they are: no longer the caller's device (`else: x.detach().numpy()`
+    after `if x.device.type == "cuda":`)."""
+    tested = env.get(name)
+    if tested is None or tested.kind is not Kind.TENSOR or tested.where is Where.CPU:
+        return
+    for other, value in env.items():  # (and what lives where it does: results made from it)
+        if value.kind is Kind.TENSOR and value.placement == tested.placement:
+            env[other] = value.placed(Placement(Where.UNKNOWN))
 
 
 def _place_on_cpu(env: Env, device: str) -> None:

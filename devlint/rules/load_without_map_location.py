@@ -1,11 +1,15 @@
 from __future__ import annotations
 
+import os
+from typing import Optional
+
 import libcst as cst
 
 from devlint.analysis.checkpoints import CheckpointEvidence
 from devlint.analysis.cpu_only import saved_here_on_cpu, written_beside_on_cpu
 from devlint.analysis.devices import argument, has_star_kwargs, string_value
 from devlint.analysis.prefilter import TORCH_LOAD
+from devlint.analysis.project_saves import save_convention
 from devlint.context import FileContext, NodeEdit, RawFix
 from devlint.diagnostics import Applicability
 from devlint.rules.base import Invalid, Rule
@@ -109,6 +113,13 @@ class LoadWithoutMapLocation(Rule):
       `train.py`), and this file and every file of the folder pass the same
       test and load nothing: a tutorial's `train.py` and `predict.py`. The file
       holds CPU tensors only.
+    - **The project saves its weights on the CPU** (silent, for a checkpoint):
+      some `torch.save` of the project saves weights it moved to the CPU first
+      (`state_dict[key] = param.cpu()` for each item, as BasicSR's
+      `save_network` does; `{k: v.cpu() for ...}`; `model.cpu().state_dict()`;
+      `weights_to_cpu(...)`), and none, in a file that can use a device, saves
+      a `.state_dict()` as it is. The project's releases are written the same
+      way (see `project_saves`).
     - **No GPU to save from** (silent): the file hides every GPU at its top
       (`os.environ["CUDA_VISIBLE_DEVICES"] = ""`, or `"-1"`), as test suites
       that compare against recorded outputs do. Its author's own run loaded
@@ -652,6 +663,7 @@ class LoadWithoutMapLocation(Rule):
             context.module,
             context.names,
             lambda: saved_here_on_cpu(context.path, context.source),
+            lambda: _project_weights_saver(context.path),
         )
 
     def _written_beside_from_cpu(self, load: cst.Call) -> bool:
@@ -705,3 +717,9 @@ class LoadWithoutMapLocation(Rule):
             'machine without one; pass `map_location="cpu"` or the target device',
             fix=fix,
         )
+
+
+def _project_weights_saver(path: str) -> Optional[str]:
+    """Where the project of ``path`` moves the weights it saves to the CPU (see
+    `project_saves`), for a file on disk."""
+    return save_convention(path).cpu_saver if os.path.isfile(path) else None

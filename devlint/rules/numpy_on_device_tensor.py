@@ -90,6 +90,13 @@ class NumpyOnDeviceTensor(FlowRule):
     required_patterns = (DEVICE_SOURCE_OR_TENSOR_TYPE,)
 
     VALID = (
+        # the branch for tensors off the GPU, and what is made from them
+        "import numpy as np, torch\ndef inverse(magnitude: torch.Tensor, phase):\n"
+        "    joined = torch.cat([magnitude * phase.cos(), magnitude * phase.sin()], dim=1)\n"
+        "    if magnitude.device.type == 'cuda':\n        return joined.flip(1)\n"
+        "    return np.flip(joined.detach().numpy(), 1)",
+        "import torch\ndef to_array(x: torch.Tensor):\n    if not x.is_cuda:\n"
+        "        return x.numpy()\n    return x.cpu().numpy()",
         # the name read for its device now holds the array made from it
         "import numpy as np, torch\ndef top_p(logits):\n    device = logits.device\n"
         "    logits = logits.detach().cpu().float().numpy()\n"

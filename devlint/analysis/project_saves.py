@@ -1,0 +1,145 @@
+"""Across files: how the project saves its weights (DEV008's evidence).
+
+Some projects write every checkpoint through one saver that moves the weights to the CPU
+first, BasicSR's `save_network` for one:
+
+    state_dict = net.state_dict()
+    for key, param in state_dict.items():
+        state_dict[key] = param.cpu()
+    torch.save(save_dict, save_path)
+
+The project's loads of weights then read CPU tensors, whatever machine trained them, and
+its releases were written the same way. The convention holds where some `torch.save` of the
+project saves weights moved to the CPU (the loop above, a comprehension `{k: v.cpu() for k, v
+in sd.items()}`, `model.cpu().state_dict()`, or a helper named for it: `weights_to_cpu(...)`,
+`move_to_cpu(...)`) and none saves a `.state_dict()` as it is (`torch.save(model.state_dict(),
+path)`, `{"model": model.state_dict()}`): one direct save of weights may write a GPU's.
+
+The files read are those whose text calls `save`, recorded with the cached result (see
+`callers`): a new saver, or a changed one, re-lints the loading file.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from devlint.analysis.callers import (
+    callers_digest,
+    files_calling,
+    moved_to_cpu,
+    parsed,
+    project_folder,
+)
+from devlint.analysis.cpu_only import DEVICE_WORDS
+from devlint.analysis.project import record_callers
+from devlint.analysis.syntax import dotted_name, keyword_value, nodes_below
+
+
+@dataclass(frozen=True)
+class SaveConvention:
+    """Where the project moves the weights it saves to the CPU (`file:line`), if it always does."""
+
+    cpu_saver: Optional[str]
+
+
+_MEMO: dict[tuple[str, str], SaveConvention] = {}
+
+
+def save_convention(linted: str) -> SaveConvention:
+    """How the project of ``linted`` saves weights."""
+    root = project_folder(linted)
+    digest = callers_digest(str(root), "save")
+    record_callers(linted, str(root), "save", digest)
+    key = (str(root), digest)
+    if key not in _MEMO:
+        _MEMO[key] = _convention(root)
+    return _MEMO[key]
+
+
+def _convention(root: Path) -> SaveConvention:
+    cpu_saver: Optional[str] = None
+    for path, text in files_calling(root, "", "save"):
+        tree = parsed(path, text)
+        if tree is None:
+            continue
+        # (a file with no device word, a conversion script, saves weights on the CPU)
+        device_words = bool(DEVICE_WORDS.search(Path(path).read_text(encoding="utf-8")))
+        for save, scope in _torch_saves(tree, tree):
+            value = save.args[0] if save.args else keyword_value(save, "obj")
+            if value is None:
+                continue
+            if _weights_moved(value, scope):
+                cpu_saver = cpu_saver or f"{os.path.relpath(path, root)}:{save.lineno}"
+            elif device_words and _saves_weights_as_they_are(value):
+                return SaveConvention(None)
+    return SaveConvention(cpu_saver)
+
+
+def _torch_saves(node: ast.AST, scope: ast.AST) -> Iterator[tuple[ast.Call, ast.AST]]:
+    """Each `torch.save(...)` call below ``node``, with the function it is made in."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield from _torch_saves(child, child)
+            continue
+        if isinstance(child, ast.Call) and dotted_name(child.func) == "torch.save":
+            yield child, scope
+        yield from _torch_saves(child, scope)
+
+
+def _weights_moved(value: ast.expr, scope: ast.AST) -> bool:
+    """What ``scope`` saves as ``value`` holds weights it moved to the CPU."""
+    for node in ast.walk(value):
+        if isinstance(node, ast.Call):
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else dotted_name(func) or ""
+            if "to_cpu" in called:
+                return True  # `weights_to_cpu(model.state_dict())`, `utils.move_to_cpu(state)`
+            if called == "state_dict" and _moved(node.func):
+                return True  # `model.cpu().state_dict()`
+        if isinstance(node, ast.DictComp) and moved_to_cpu(node.value):
+            return True  # `{k: v.cpu() for k, v in sd.items()}`
+    return _items_moved_in(scope)
+
+
+def _items_moved_in(scope: ast.AST) -> bool:
+    """`for key, param in state_dict.items(): state_dict[key] = param.cpu()` in ``scope``."""
+    for node in nodes_below(scope):
+        if not (isinstance(node, ast.For) and isinstance(node.target, ast.Tuple)):
+            continue
+        iterated = node.iter
+        if not (isinstance(iterated, ast.Call) and dotted_name(iterated.func)):
+            continue
+        container = (dotted_name(iterated.func) or "").removesuffix(".items")
+        for statement in ast.walk(node):
+            if (
+                isinstance(statement, ast.Assign)
+                and len(statement.targets) == 1
+                and isinstance(statement.targets[0], ast.Subscript)
+                and dotted_name(statement.targets[0].value) == container
+                and moved_to_cpu(statement.value)
+            ):
+                return True
+    return False
+
+
+def _moved(func: ast.expr) -> bool:
+    """`x.cpu().state_dict`: the receiver chain moved to the CPU."""
+    receiver = func.value if isinstance(func, ast.Attribute) else None
+    return isinstance(receiver, ast.Call) and moved_to_cpu(receiver)
+
+
+def _saves_weights_as_they_are(value: ast.expr) -> bool:
+    """`torch.save(model.state_dict(), path)`, `{"model": model.state_dict()}`: weights where
+    they live."""
+    return any(
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "state_dict"
+        and not _moved(node.func)
+        for node in ast.walk(value)
+    )

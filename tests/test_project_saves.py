@@ -1,0 +1,114 @@
+"""DEV008 across files: a project that saves its weights moved to the CPU loads CPU weights."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from devlint.analysis import callers
+from devlint.api import lint_paths
+from devlint.config import ConfigResolver, RuleSelection
+from devlint.report import RunSummary
+
+from .helpers import count_lints, write_later
+
+SAVER = """\
+import os
+import torch
+
+
+class BaseModel:
+    def save_network(self, net, label, param_key="params"):
+        state_dict = net.state_dict()
+        for key, param in state_dict.items():
+            state_dict[key] = param.cpu()
+        torch.save({param_key: state_dict}, os.path.join(self.root, f"{label}.pth"))
+
+    def save_training_state(self, epoch):
+        torch.save({"epoch": epoch}, os.path.join(self.root, f"{epoch}.state"))
+"""
+DEMO = """\
+import argparse
+import torch
+from archs import Net
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--weights")
+args = parser.parse_args()
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+model = Net()
+model.load_state_dict(torch.load(args.weights)["params"])
+model.to(device)
+"""
+DIRECT = """\
+import torch
+
+
+def export(model):
+    model.cuda()
+    torch.save(model.state_dict(), "model.pth")
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setattr(callers, "_LISTING_LIFETIME_S", 0.0)  # each lint lists the files anew
+    root = tmp_path / "project"
+    write_later(root / "pyproject.toml", "")
+    write_later(root / "models" / "base.py", SAVER)
+    write_later(root / "demo.py", DEMO)
+    return root
+
+
+def _lint(root: Path, cache_dir: Path | None = None) -> RunSummary:
+    resolver = ConfigResolver(RuleSelection(("DEV008",)))
+    return lint_paths([root], resolver, False, cache_dir=cache_dir)
+
+
+def _found(summary: RunSummary) -> list[tuple[str, int]]:
+    return [(Path(f.path).name, f.start.row) for f in summary.findings]
+
+
+def test_a_project_saving_its_weights_on_the_cpu_loads_cpu_weights(project: Path) -> None:
+    assert _found(_lint(project)) == []
+
+
+def test_one_direct_save_of_weights_from_a_device_breaks_the_convention(project: Path) -> None:
+    write_later(project / "export.py", DIRECT)
+    assert _found(_lint(project)) == [("demo.py", 10)]
+
+
+def test_a_direct_save_in_a_file_with_no_device_keeps_it(project: Path) -> None:
+    write_later(project / "convert.py", DIRECT.replace("    model.cuda()\n", ""))
+    assert _found(_lint(project)) == []
+
+
+def test_without_the_saver_the_checkpoint_is_reported(project: Path) -> None:
+    (project / "models" / "base.py").unlink()
+    assert _found(_lint(project)) == [("demo.py", 10)]
+
+
+@pytest.mark.parametrize(
+    "saver",
+    [
+        "def save(model, path):\n    torch.save(model.cpu().state_dict(), path)\n",
+        "def save(model, path):\n"
+        "    torch.save({k: v.cpu() for k, v in model.state_dict().items()}, path)\n",
+        "def save(model, path):\n    torch.save(weights_to_cpu(model.state_dict()), path)\n",
+    ],
+)
+def test_other_ways_of_moving_the_weights_first(project: Path, saver: str) -> None:
+    write_later(project / "models" / "base.py", "import torch\n\n\n" + saver)
+    assert _found(_lint(project)) == []
+
+
+def test_a_new_direct_saver_relints_the_loading_file(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache_dir = tmp_path / "cache"
+    assert _found(_lint(project, cache_dir)) == []
+    linted = count_lints(monkeypatch)
+    write_later(project / "export.py", DIRECT)
+    assert _found(_lint(project, cache_dir)) == [("demo.py", 10)]
+    assert "demo.py" in linted
