@@ -125,3 +125,52 @@ def test_an_unchanged_project_answers_from_the_cache(
 def test_what_counts_as_moved_to_the_cpu(argument: str, moved: bool) -> None:
     expression = ast.parse(argument, mode="eval").body
     assert callers.moved_to_cpu(expression) is moved
+
+
+RANKER = """\
+import torch
+
+
+class Ranker:
+    def __init__(self, train):
+        self.train = train
+        self.model = torch.nn.Linear(4, 4).to("cuda" if torch.cuda.is_available() else "cpu")
+
+    def prepare(self, rows):
+        return torch.FloatTensor(rows)
+
+    def run(self):
+        rows = self.prepare(self.train)
+        return self.train_epoch(rows)
+
+    def train_epoch(self, rows):
+        idx = torch.LongTensor([0, 1])
+        return rows.index_select(0, idx)
+"""
+
+
+@pytest.fixture
+def ranking(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setattr(callers, "_LISTING_LIFETIME_S", 0.0)
+    root = tmp_path / "ranking"
+    write_later(root / "setup.py", "")
+    write_later(root / "tools" / "ranking.py", RANKER)
+    return root
+
+
+def test_a_public_method_no_other_file_calls_takes_its_callers_word(ranking: Path) -> None:
+    assert _found(_lint(ranking)) == []
+
+
+def test_another_class_calling_its_own_method_of_the_name_is_no_caller(ranking: Path) -> None:
+    other = "class Other:\n    def train_epoch(self, x):\n        return x\n"
+    write_later(
+        ranking / "tools" / "other.py",
+        other + "    def run(self, x):\n        return self.train_epoch(x)\n",
+    )
+    assert _found(_lint(ranking)) == []
+
+
+def test_a_caller_in_another_file_keeps_the_contract(ranking: Path) -> None:
+    write_later(ranking / "main.py", "def go(ranker, x):\n    return ranker.train_epoch(x)\n")
+    assert _found(_lint(ranking)) == [("ranking.py", "DEV005", 17)]

@@ -54,7 +54,7 @@ class _FileText:
 
 _TEXTS: dict[str, _FileText] = {}
 _TREES: dict[tuple[str, str], Optional[ast.Module]] = {}
-_LISTINGS: dict[str, tuple[float, list[str]]] = {}
+_LISTINGS: dict[str, tuple[float, Optional[list[str]]]] = {}
 _LISTING_LIFETIME_S = 10.0
 
 
@@ -64,9 +64,9 @@ def project_folder(linted: str) -> Path:
     return project_root(folder) or package_root(folder)
 
 
-def _project_files(root: Path) -> list[str]:
+def _project_files(root: Path) -> Optional[list[str]]:
     """The project's Python files, listed again after a few seconds (an editor's session
-    outlives a listing)."""
+    outlives a listing); None for a tree too large to read for one function."""
     key = str(root)
     listed = _LISTINGS.get(key)
     if listed is None or time.monotonic() - listed[0] > _LISTING_LIFETIME_S:
@@ -79,9 +79,9 @@ def _project_files(root: Path) -> list[str]:
             ]
             found.extend(os.path.join(folder, name) for name in files if name.endswith(".py"))
             if len(found) > _MAX_FILES:
-                found = []
                 break
-        listed = _LISTINGS[key] = (time.monotonic(), sorted(found))
+        too_many = len(found) > _MAX_FILES
+        listed = _LISTINGS[key] = (time.monotonic(), None if too_many else sorted(found))
     return listed[1]
 
 
@@ -118,7 +118,7 @@ def parsed(path: str, text: _FileText) -> Optional[ast.Module]:
 def files_calling(root: Path, linted: str, name: str) -> Iterator[tuple[str, _FileText]]:
     """The project's files, but ``linted``, whose text calls ``name`` (`name(`)."""
     own = os.path.abspath(linted)
-    for path in _project_files(root):
+    for path in _project_files(root) or ():
         if path == own:
             continue
         text = _text(path)
@@ -150,6 +150,40 @@ def _calls_of(path: str, tree: ast.Module, linted: str, name: str) -> Optional[l
         if found is not None and found.path == own and found.name == name:
             calls.append(node)
     return calls
+
+
+def called_elsewhere(linted: str, name: str) -> bool:
+    """Whether a file of the project other than ``linted`` calls ``name``, as its text reads
+    (`name(`, `.name(`): the file's own calls are then not all of them."""
+    root = project_folder(linted)
+    if _project_files(root) is None:
+        return True  # (a tree too large to read may hold any caller)
+    record_callers(linted, str(root), name, callers_digest(str(root), name))
+    for path, text in files_calling(root, linted, name):
+        tree = parsed(path, text)
+        if tree is None or not _calls_only_its_own(tree, name):
+            return True
+    return False
+
+
+def _calls_only_its_own(tree: ast.Module, name: str) -> bool:
+    """Whether every call of ``name`` in ``tree`` is `self.name(...)` in a file that defines
+    a method ``name`` of its own: another class's method of the same name."""
+    defines = any(
+        isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name
+        for node in ast.walk(tree)
+    )
+    return defines and all(
+        dotted_name(node.func) == f"self.{name}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and _called_name(node.func) == name
+    )
+
+
+def _called_name(func: ast.expr) -> str:
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else ""
 
 
 def cpu_parameters(linted: str, function: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]:

@@ -26,7 +26,7 @@ from dataclasses import replace
 from typing import Any, Optional, TypeVar, Union, cast
 
 from devlint.analysis.call_contexts import CallContexts
-from devlint.analysis.callers import cpu_parameters
+from devlint.analysis.callers import called_elsewhere, cpu_parameters
 from devlint.analysis.contexts import (
     CallFinding,
     Context,
@@ -420,9 +420,12 @@ class DeviceFlow(CallContexts):
             forward = module_class and method_name == "forward"
             parameters = frozenset() if forward else self._tensor_parameters(method, owners)
             # A private method's callers are the class's own, a static one's the file's
-            # (`Cls.name(...)`): all in sight, earlier in it.
+            # (`Cls.name(...)`), and so are those of a method no other file of the project
+            # calls: all in sight, earlier in it.
             private = method_name.startswith("_") and not method_name.endswith("__")
-            callers_known = (private or is_class_level(method)) and not forward
+            callers_known = not forward and (
+                private or is_class_level(method) or self._called_in_this_file_only(method_name)
+            )
             placed = self._placed_by_callers(method, True) if callers_known else {}
             parameters = parameters - placed.keys()
             moved = (
@@ -607,6 +610,13 @@ class DeviceFlow(CallContexts):
         if contract and not tuple(bases):
             return contract - self._moved_to_cpu_by_other_files(function)
         return contract
+
+    def _called_in_this_file_only(self, name: str) -> bool:
+        """Whether no other file of the project calls ``name`` (`.trainepoch(`), for a
+        public method (not a dunder, which Python calls)."""
+        if self.path is None or name.startswith("__") or not os.path.isfile(self.path):
+            return False
+        return not called_elsewhere(self.path, name)
 
     def _moved_to_cpu_by_other_files(self, function: FunctionNode) -> frozenset[str]:
         """The parameters every call of ``function`` in the project's other files passes moved

@@ -71,7 +71,9 @@ class MissingDeviceMove(FlowRule):
     whose every call in the file moves what it returns to a device
     (`inputs = self.mask_tokens(inputs)`, then `inputs = inputs.to(device)`),
     nor where every call in the project's other files passes it moved to the
-    CPU (`renorm(img.cpu())`, for a function its own file never calls).
+    CPU (`renorm(img.cpu())`, for a function its own file never calls). A
+    method's callers are all in its file when it is private, static, or called
+    by no other file of the project: their CPU arguments are its parameters'.
 
     In a module's `forward` and the methods it calls, its registered buffers and
     parameters, its torch layers (`self.proj`) and their `weight` and `bias`,
