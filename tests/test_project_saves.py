@@ -112,3 +112,56 @@ def test_a_new_direct_saver_relints_the_loading_file(
     write_later(project / "export.py", DIRECT)
     assert _found(_lint(project, cache_dir)) == [("demo.py", 10)]
     assert "demo.py" in linted
+
+
+STOPPER = """\
+import torch
+
+
+class EarlyStopping:
+    def __call__(self, val_loss, model, path):
+        self.save_checkpoint(val_loss, model, path)
+
+    def save_checkpoint(self, val_loss, model, path):
+        torch.save(model.state_dict(), path + "/" + "checkpoint.pth")
+"""
+TRAIN = """\
+import os
+import torch
+from utils.tools import EarlyStopping
+
+
+class Exp:
+    def train(self, setting):
+        path = os.path.join(self.args.checkpoints, setting)
+        os.makedirs(path)
+        early_stopping = EarlyStopping()
+        for epoch in range(self.args.epochs):
+            early_stopping(self.validate(), self.model, path)
+        best_model_path = path + "/" + "checkpoint.pth"
+        self.model.load_state_dict(torch.load(best_model_path))
+"""
+
+
+@pytest.fixture
+def stopping(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setattr(callers, "_LISTING_LIFETIME_S", 0.0)
+    root = tmp_path / "stopping"
+    write_later(root / "setup.py", "")
+    write_later(root / "utils" / "tools.py", STOPPER)
+    return root
+
+
+def test_a_checkpoint_a_helper_saved_into_the_folder_it_was_given(stopping: Path) -> None:
+    write_later(stopping / "exp.py", TRAIN)
+    assert _found(_lint(stopping)) == []
+
+
+def test_a_folder_handed_to_no_saving_call_may_hold_any_checkpoint(stopping: Path) -> None:
+    write_later(stopping / "exp.py", TRAIN.replace("early_stopping(self.validate(), ", "print("))
+    assert _found(_lint(stopping)) == [("exp.py", 14)]
+
+
+def test_a_file_name_the_helper_does_not_save_is_another_file(stopping: Path) -> None:
+    write_later(stopping / "exp.py", TRAIN.replace('"checkpoint.pth"\n', '"best.pth"\n'))
+    assert _found(_lint(stopping)) == [("exp.py", 14)]

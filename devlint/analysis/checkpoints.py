@@ -61,6 +61,7 @@ import libcst as cst
 from devlint.analysis.conditions import suite_exits
 from devlint.analysis.devices import argument, string_value
 from devlint.analysis.names import ImportMap, dotted_name
+from devlint.analysis.project_saves import SaveConvention
 from devlint.analysis.syntax import CLASS_LEVEL_DECORATORS
 from devlint.analysis.torch_api import FACTORIES
 from devlint.traversal import child_nodes, descendants
@@ -104,6 +105,11 @@ _TEMPORARY_FIXTURES = frozenset({"tmp_path", "tmpdir", "tmp_path_factory", "tmpd
 _PATH_BUILDERS = frozenset({"join", "Path", "PurePath", "str", "fspath", "format", "joinpath"})
 # Factories that copy their data where it lives (`torch.tensor(cuda_tensor)` stays there).
 _DATA_COPIES = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray", "torch.from_file"})
+# Libraries whose calls never save a project's checkpoint (`os.makedirs(path)`).
+_LIBRARIES = frozenset(
+    {"os", "shutil", "pathlib", "glob", "json", "logging", "numpy", "np", "torch", "tqdm",
+     "yaml", "pickle"}
+)  # fmt: skip
 _NAMED = "name:"  # a round trip's key for a file name, not a path (see `_round_trip_keys`)
 _WRAPPERS = frozenset({"BytesIO", "open", "Path", "str", "fspath", "bytes", "memoryview"})
 
@@ -312,9 +318,8 @@ def _file_name(path: cst.BaseExpression, values: dict[str, cst.BaseExpression]) 
     elif isinstance(path, cst.BinaryOperation) and isinstance(path.operator, cst.Divide):
         path = _through(path.right, values)  # `Path(d) / "w.pth"`
     elif isinstance(path, cst.BinaryOperation) and isinstance(path.operator, cst.Add):
-        right = _through(path.right, values)  # `d + "/w.pth"`, not a suffix: `d + "_best.pth"`
-        text = string_value(right)
-        path = right if text is not None and text.startswith(("/", "\\")) else path
+        # `d + "/w.pth"`, `d + "/" + "w.pth"`, not a suffix: `d + "_best.pth"`
+        path = _added_file(path, values) or path
     if isinstance(path, cst.BinaryOperation) and isinstance(path.operator, cst.Modulo):
         path = path.left  # a template: `"%s_net_%s.pth" % (epoch, label)`
     elif _method(path) == "format":
@@ -324,6 +329,47 @@ def _file_name(path: cst.BaseExpression, values: dict[str, cst.BaseExpression]) 
         return None
     name = text.replace("\\", "/").rpartition("/")[2]
     return name if "." in name.strip(".") else None
+
+
+def _added_file(
+    path: cst.BinaryOperation, values: dict[str, cst.BaseExpression]
+) -> Optional[cst.BaseExpression]:
+    """The file part of `d + "/w.pth"` or `d + "/" + "w.pth"`."""
+    right = _through(path.right, values)
+    text = string_value(right)
+    if text is None:
+        return None
+    if text.startswith(("/", "\\")):
+        return right
+    left = path.left
+    joined = isinstance(left, cst.BinaryOperation) and isinstance(left.operator, cst.Add)
+    return (
+        right
+        if joined and string_value(cast(cst.BinaryOperation, left).right) in ("/", "\\")
+        else None
+    )
+
+
+def _folder_of(path: cst.BaseExpression, values: dict[str, cst.BaseExpression]) -> Optional[str]:
+    """The folder a path is built in, as a plain name: `d` in `os.path.join(d, "w.pth")`,
+    `d + "/" + "w.pth"`, `d + "/w.pth"`, `Path(d) / "w.pth"`."""
+    path = _through(path, values)
+    folder: Optional[cst.BaseExpression] = None
+    if isinstance(path, cst.Call) and len(path.args) == 2 and _method(path) != "format":
+        folder = path.args[0].value
+    elif isinstance(path, cst.BinaryOperation) and isinstance(path.operator, cst.Divide):
+        folder = path.left
+    elif (
+        isinstance(path, cst.BinaryOperation)
+        and isinstance(path.operator, cst.Add)
+        and _added_file(path, values) is not None
+    ):
+        left = path.left
+        slash = isinstance(left, cst.BinaryOperation) and string_value(left.right) in ("/", "\\")
+        folder = cast(cst.BinaryOperation, left).left if slash else left
+    if isinstance(folder, cst.Call) and len(folder.args) == 1:
+        folder = folder.args[0].value  # `Path(d)`
+    return folder.value if isinstance(folder, cst.Name) else None
 
 
 def _template(path: cst.FormattedString) -> Optional[str]:
@@ -444,13 +490,13 @@ class CheckpointEvidence:
         module: cst.Module,
         names: ImportMap,
         cpu_only: Callable[[], bool] = lambda: False,
-        weights_saver: Callable[[], Optional[str]] = lambda: None,
+        project_saves: Callable[[], SaveConvention] = lambda: SaveConvention(None),
     ) -> None:
         self._module = module
         self._names = names
-        # Where the project moves every weight it saves to the CPU (see `project_saves`),
-        # asked where a load shows a checkpoint and nothing else settles it.
-        self._weights_saver = weights_saver
+        # How the project saves (see `project_saves`), asked where a load's path or its
+        # checkpoint needs it.
+        self._project_saves = project_saves
         # Whether nothing the file runs can place a value on a device (see `cpu_only`), asked
         # once, where a save of the loaded path needs it.
         self._ask_cpu_only = cpu_only
@@ -494,6 +540,8 @@ class CheckpointEvidence:
         if self._temporary(path.value, scope):
             return LoadEvidence(safe="in a temporary place the same function made")
         same_run = self._saved_earlier_in_this_run(path.value, scope)
+        if same_run is None:
+            same_run = self._saved_by_a_call_before(load, path.value, scope)
         if same_run is not None:
             return LoadEvidence(safe=same_run)
         checkpoint = self._loaded_into(load, scope, statement, self._checkpoint_use)
@@ -554,7 +602,7 @@ class CheckpointEvidence:
         if checkpoint is None and _is_dataset(classes) and not self._used_as_model(load, statement):
             # A dataset's tensors feed a DataLoader, which prepares them on the CPU.
             return LoadEvidence(safe="a dataset's data file: its loader reads CPU tensors")
-        saver = self._weights_saver() if checkpoint is not None else None
+        saver = self._project_saves().cpu_saver if checkpoint is not None else None
         if saver is not None:
             return LoadEvidence(safe=f"this project saves its weights moved to the CPU ({saver})")
         return LoadEvidence(checkpoint=checkpoint)
@@ -606,6 +654,40 @@ class CheckpointEvidence:
         for target in self._save_targets(node for line in lines for node in descendants(line)):
             if string_value(target) == name:
                 return "saved by the object's `__init__` before its other methods run"
+        return None
+
+    def _saved_by_a_call_before(
+        self, load: cst.Call, path: cst.BaseExpression, scope: Scope
+    ) -> Optional[str]:
+        """`early_stopping(loss, model, path)` in a training loop, then `torch.load(path + "/"
+        + "checkpoint.pth")`: the folder was handed to a call of the project's code, and the
+        project saves that file name into the folder its caller gives (see `project_saves`)."""
+        if not isinstance(scope, cst.FunctionDef):
+            return None
+        values = self._assigned_in(scope)
+        name, folder = _file_name(path, values), _folder_of(path, values)
+        if name is None or folder is None:
+            return None
+        where = self._project_saves().into_callers_folders.get(name)
+        if where is None:
+            return None
+        for node in descendants(scope):
+            if node is load:
+                break
+            if not isinstance(node, cst.Call) or _exclusive_branches(scope, node, load):
+                continue
+            handed = any(
+                isinstance(passed.value, cst.Name) and passed.value.value == folder
+                for passed in node.args
+            )
+            callee = self._names.qualified_name(node.func) or dotted_name(node.func) or ""
+            root = callee.partition(".")[0]
+            if handed and root not in _LIBRARIES and root not in dir(builtins):
+                shown = _short(self._module, node.func)
+                return (
+                    f"saved earlier in this run: `{shown}` is given `{folder}`, and the project "
+                    f'saves "{name}" into the folder its caller gives ({where})'
+                )
         return None
 
     def _is_torch_save(self, node: cst.CSTNode) -> TypeGuard[cst.Call]:

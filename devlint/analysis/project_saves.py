@@ -24,7 +24,7 @@ from __future__ import annotations
 import ast
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
@@ -37,14 +37,18 @@ from devlint.analysis.callers import (
 )
 from devlint.analysis.cpu_only import DEVICE_WORDS
 from devlint.analysis.project import record_callers
-from devlint.analysis.syntax import dotted_name, keyword_value, nodes_below
+from devlint.analysis.syntax import dotted_name, keyword_value, nodes_below, string_value
 
 
 @dataclass(frozen=True)
 class SaveConvention:
-    """Where the project moves the weights it saves to the CPU (`file:line`), if it always does."""
+    """Where the project moves the weights it saves to the CPU (`file:line`), if it always
+    does; and the file names its functions save into a folder their caller gives, each with
+    where (`"checkpoint.pth"`: `torch.save(model.state_dict(), path + "/" + "checkpoint.pth")`
+    in `save_checkpoint(self, val_loss, model, path)`)."""
 
     cpu_saver: Optional[str]
+    into_callers_folders: dict[str, str] = field(default_factory=dict)
 
 
 _MEMO: dict[tuple[str, str], SaveConvention] = {}
@@ -63,6 +67,8 @@ def save_convention(linted: str) -> SaveConvention:
 
 def _convention(root: Path) -> SaveConvention:
     cpu_saver: Optional[str] = None
+    direct = False
+    into: dict[str, str] = {}
     for path, text in files_calling(root, "", "save"):
         tree = parsed(path, text)
         if tree is None:
@@ -70,14 +76,41 @@ def _convention(root: Path) -> SaveConvention:
         # (a file with no device word, a conversion script, saves weights on the CPU)
         device_words = bool(DEVICE_WORDS.search(Path(path).read_text(encoding="utf-8")))
         for save, scope in _torch_saves(tree, tree):
+            where = f"{os.path.relpath(path, root)}:{save.lineno}"
+            name = _name_in_callers_folder(save, scope)
+            if name is not None:
+                into.setdefault(name, where)
             value = save.args[0] if save.args else keyword_value(save, "obj")
             if value is None:
                 continue
             if _weights_moved(value, scope):
-                cpu_saver = cpu_saver or f"{os.path.relpath(path, root)}:{save.lineno}"
+                cpu_saver = cpu_saver or where
             elif device_words and _saves_weights_as_they_are(value):
-                return SaveConvention(None)
-    return SaveConvention(cpu_saver)
+                direct = True
+    return SaveConvention(None if direct else cpu_saver, into)
+
+
+def _name_in_callers_folder(save: ast.Call, scope: ast.AST) -> Optional[str]:
+    """The file name a save writes into a folder its function is given: `"checkpoint.pth"` in
+    `torch.save(x, path + "/" + "checkpoint.pth")` or `os.path.join(path, "checkpoint.pth")`,
+    `path` a parameter."""
+    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    target = save.args[1] if len(save.args) > 1 else keyword_value(save, "f")
+    folder: Optional[ast.expr] = None
+    name: Optional[str] = None
+    if isinstance(target, ast.Call) and len(target.args) == 2:
+        folder, name = target.args[0], string_value(target.args[1])
+    elif isinstance(target, ast.BinOp) and isinstance(target.op, ast.Add):
+        name = string_value(target.right)
+        left = target.left
+        if isinstance(left, ast.BinOp) and string_value(left.right) == "/":
+            folder = left.left
+        elif name is not None and name.startswith("/"):
+            folder, name = left, name[1:]
+    parameters = {argument.arg for argument in (*scope.args.args, *scope.args.kwonlyargs)}
+    named = isinstance(folder, ast.Name) and folder.id in parameters
+    return name if named and name and "/" not in name and "." in name else None
 
 
 def _torch_saves(node: ast.AST, scope: ast.AST) -> Iterator[tuple[ast.Call, ast.AST]]:

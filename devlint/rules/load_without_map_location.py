@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import os
-from typing import Optional
 
 import libcst as cst
 
@@ -9,7 +8,7 @@ from devlint.analysis.checkpoints import CheckpointEvidence
 from devlint.analysis.cpu_only import saved_here_on_cpu, written_beside_on_cpu
 from devlint.analysis.devices import argument, has_star_kwargs, string_value
 from devlint.analysis.prefilter import TORCH_LOAD
-from devlint.analysis.project_saves import save_convention
+from devlint.analysis.project_saves import SaveConvention, save_convention
 from devlint.context import FileContext, NodeEdit, RawFix
 from devlint.diagnostics import Applicability
 from devlint.rules.base import Invalid, Rule
@@ -66,7 +65,13 @@ class LoadWithoutMapLocation(Rule):
       method (not `__init__`, not a static or class method) loading a file name
       written out that the object's `__init__` saves in its own statements
       (`torch.save(model.state_dict(), "init_params.pt")`, read back by
-      `range_test`). One process on one machine wrote it first.
+      `range_test`); a function that hands the load's folder to a call of the
+      project's code before the load (`early_stopping(loss, model, path)` in the
+      training loop, then `torch.load(path + "/" + "checkpoint.pth")`), where
+      some function of the project saves that file name into the folder its
+      caller gives (`torch.save(model.state_dict(), path + "/" +
+      "checkpoint.pth")` in `save_checkpoint(self, val_loss, model, path)`).
+      One process on one machine wrote it first.
     - **A file name this file always writes from values moved to the CPU**
       (silent): `torch.save(feats.cpu(), os.path.join(args.dump, "feats.pth"))`
       and `torch.load(os.path.join(args.load, "feats.pth"))`, the folders apart;
@@ -663,7 +668,7 @@ class LoadWithoutMapLocation(Rule):
             context.module,
             context.names,
             lambda: saved_here_on_cpu(context.path, context.source),
-            lambda: _project_weights_saver(context.path),
+            lambda: _project_saves(context.path),
         )
 
     def _written_beside_from_cpu(self, load: cst.Call) -> bool:
@@ -719,7 +724,6 @@ class LoadWithoutMapLocation(Rule):
         )
 
 
-def _project_weights_saver(path: str) -> Optional[str]:
-    """Where the project of ``path`` moves the weights it saves to the CPU (see
-    `project_saves`), for a file on disk."""
-    return save_convention(path).cpu_saver if os.path.isfile(path) else None
+def _project_saves(path: str) -> SaveConvention:
+    """How the project of ``path`` saves (see `project_saves`), for a file on disk."""
+    return save_convention(path) if os.path.isfile(path) else SaveConvention(None)
