@@ -28,6 +28,7 @@ from devlint.analysis.syntax import (
     call_arguments,
     cuda_literal,
     dotted_name,
+    handed_over,
     has_arguments,
     is_class_level,
     keyword_value,
@@ -634,6 +635,11 @@ class CallEvaluator:
             receiver = self.eval(func.value, env, unit)
             arguments = self._arguments(node, env, unit)
             value = self._method(node, func, receiver, arguments, env, unit, bare)
+            handed = handed_over(node)
+            target = self.functions.get(dotted_name(handed.func) or "") if handed else None
+            if handed is not None and target is not None:
+                # `pool.submit(run_metrics, clean, estimate)` calls `run_metrics(clean, estimate)`
+                self.call_summary(target, handed, arguments[1:], unit)
         elif isinstance(func, ast.Name):
             value = self._local_call(node, func.id, self._arguments(node, env, unit), unit)
             helper = self.functions.get(func.id)

@@ -69,6 +69,7 @@ from devlint.analysis.project import ProjectView
 from devlint.analysis.syntax import (
     SourceText,
     dotted_name,
+    handed_over,
     is_class_level,
     nodes_below,
     parameters_of,
@@ -1359,18 +1360,21 @@ _COMPOUND = frozenset(
 
 
 def _call_graph(functions: list[FunctionNode]) -> dict[FunctionNode, set[FunctionNode]]:
-    """The functions of the list each one calls by name (itself left out)."""
+    """The functions of the list each one calls by name (itself left out), or hands to an
+    executor (`pool.submit(fn, x)`)."""
     by_name = {function.name: function for function in functions}
-    return {
-        function: {
-            by_name[node.func.id]
-            for node in nodes_below(function)
-            if isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and by_name.get(node.func.id, function) is not function
-        }
-        for function in functions
-    }
+    graph: dict[FunctionNode, set[FunctionNode]] = {}
+    for function in functions:
+        called = set()
+        for node in nodes_below(function):
+            if not isinstance(node, ast.Call):
+                continue
+            call = handed_over(node) or node
+            name = call.func.id if isinstance(call.func, ast.Name) else ""
+            if by_name.get(name, function) is not function:
+                called.add(by_name[name])
+        graph[function] = called
+    return graph
 
 
 def _callers_first(

@@ -11,9 +11,9 @@ import ast
 from collections import Counter
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, cast
 
-from devlint.analysis.syntax import nodes_below
+from devlint.analysis.syntax import handed_over, nodes_below
 from devlint.analysis.units import FunctionNode
 
 _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -60,6 +60,8 @@ def _count_uses(
             uses.calls[node.func.id] += 1
             if method is not None:
                 uses.method_callers.setdefault(node.func.id, []).append(method)
+        elif isinstance(node, ast.Call) and handed_over(node) is not None:
+            uses.calls[cast(ast.Name, node.args[0]).id] += 1  # `pool.submit(fn, x)` calls `fn`
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             receiver = node.func.value
             if isinstance(receiver, ast.Name) and (receiver.id == "self" or receiver.id in classes):

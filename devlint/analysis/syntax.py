@@ -296,3 +296,15 @@ def no_elements(node: ast.expr) -> bool:
     if isinstance(size, (ast.List, ast.Tuple)) and len(size.elts) == 1:
         size = size.elts[0]
     return isinstance(size, ast.Constant) and size.value == 0
+
+
+def handed_over(call: ast.Call) -> Optional[ast.Call]:
+    """`executor.submit(fn, a, b)` as the call it makes, `fn(a, b)`; None for any other call."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr == "submit" and call.args):
+        return None
+    target = call.args[0]
+    if not isinstance(target, ast.Name) or any(isinstance(a, ast.Starred) for a in call.args):
+        return None
+    made = ast.Call(func=target, args=call.args[1:], keywords=call.keywords)
+    return ast.copy_location(made, call)

@@ -90,6 +90,13 @@ class NumpyOnDeviceTensor(FlowRule):
     required_patterns = (DEVICE_SOURCE_OR_TENSOR_TYPE,)
 
     VALID = (
+        # a helper an executor runs takes its callers' word, as one called by name does
+        "import torch\nfrom concurrent.futures import ProcessPoolExecutor\n"
+        "def metrics(estimate: torch.Tensor):\n    return estimate.numpy().mean()\n"
+        "def evaluate(model, batches, device):\n    model.to(device)\n"
+        "    with ProcessPoolExecutor() as pool:\n        for noisy in batches:\n"
+        "            estimate = model(noisy.to(device)).cpu()\n"
+        "            pool.submit(metrics, estimate)",
         # the branch for tensors off the GPU, and what is made from them
         "import numpy as np, torch\ndef inverse(magnitude: torch.Tensor, phase):\n"
         "    joined = torch.cat([magnitude * phase.cos(), magnitude * phase.sin()], dim=1)\n"
