@@ -165,3 +165,15 @@ def test_a_folder_handed_to_no_saving_call_may_hold_any_checkpoint(stopping: Pat
 def test_a_file_name_the_helper_does_not_save_is_another_file(stopping: Path) -> None:
     write_later(stopping / "exp.py", TRAIN.replace('"checkpoint.pth"\n', '"best.pth"\n'))
     assert _found(_lint(stopping)) == [("exp.py", 14)]
+
+
+def test_a_folder_handed_to_a_call_that_saves_nothing_proves_nothing(stopping: Path) -> None:
+    handed = TRAIN.replace("early_stopping(self.validate(), ", "self.tokenizer.load(")
+    write_later(stopping / "exp.py", handed)
+    assert _found(_lint(stopping)) == [("exp.py", 14)]
+
+
+def test_the_saver_called_by_name(stopping: Path) -> None:
+    by_name = TRAIN.replace("early_stopping(", "early_stopping.save_checkpoint(")
+    write_later(stopping / "exp.py", by_name)
+    assert _found(_lint(stopping)) == []

@@ -105,11 +105,6 @@ _TEMPORARY_FIXTURES = frozenset({"tmp_path", "tmpdir", "tmp_path_factory", "tmpd
 _PATH_BUILDERS = frozenset({"join", "Path", "PurePath", "str", "fspath", "format", "joinpath"})
 # Factories that copy their data where it lives (`torch.tensor(cuda_tensor)` stays there).
 _DATA_COPIES = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray", "torch.from_file"})
-# Libraries whose calls never save a project's checkpoint (`os.makedirs(path)`).
-_LIBRARIES = frozenset(
-    {"os", "shutil", "pathlib", "glob", "json", "logging", "numpy", "np", "torch", "tqdm",
-     "yaml", "pickle"}
-)  # fmt: skip
 _NAMED = "name:"  # a round trip's key for a file name, not a path (see `_round_trip_keys`)
 _WRAPPERS = frozenset({"BytesIO", "open", "Path", "str", "fspath", "bytes", "memoryview"})
 
@@ -660,16 +655,18 @@ class CheckpointEvidence:
         self, load: cst.Call, path: cst.BaseExpression, scope: Scope
     ) -> Optional[str]:
         """`early_stopping(loss, model, path)` in a training loop, then `torch.load(path + "/"
-        + "checkpoint.pth")`: the folder was handed to a call of the project's code, and the
-        project saves that file name into the folder its caller gives (see `project_saves`)."""
+        + "checkpoint.pth")`: the folder was handed, before the load, to a call that reaches a
+        function of the project saving that file name into the folder its caller gives (see
+        `project_saves`): by its name, a method of its class calling it, or an instance of
+        its class called (`__call__`)."""
         if not isinstance(scope, cst.FunctionDef):
             return None
         values = self._assigned_in(scope)
         name, folder = _file_name(path, values), _folder_of(path, values)
         if name is None or folder is None:
             return None
-        where = self._project_saves().into_callers_folders.get(name)
-        if where is None:
+        saved = self._project_saves().into_callers_folders.get(name)
+        if saved is None:
             return None
         for node in descendants(scope):
             if node is load:
@@ -680,15 +677,26 @@ class CheckpointEvidence:
                 isinstance(passed.value, cst.Name) and passed.value.value == folder
                 for passed in node.args
             )
-            callee = self._names.qualified_name(node.func) or dotted_name(node.func) or ""
-            root = callee.partition(".")[0]
-            if handed and root not in _LIBRARIES and root not in dir(builtins):
+            if handed and self._reaches(node, values, saved.reached_through):
                 shown = _short(self._module, node.func)
                 return (
-                    f"saved earlier in this run: `{shown}` is given `{folder}`, and the project "
-                    f'saves "{name}" into the folder its caller gives ({where})'
+                    f"saved earlier in this run: `{shown}` is given `{folder}`, and saves "
+                    f'"{name}" into it ({saved.where})'
                 )
         return None
+
+    @staticmethod
+    def _reaches(
+        call: cst.Call, values: dict[str, cst.BaseExpression], through: frozenset[str]
+    ) -> bool:
+        """Whether ``call`` calls one of ``through`` by name (`self.save_checkpoint(...)`), or
+        an instance the function made of one (`early_stopping = EarlyStopping(...)`)."""
+        called = dotted_name(call.func) or ""
+        if called.rpartition(".")[2] in through:
+            return True
+        made = values.get(called)
+        made_by = dotted_name(made.func) or "" if isinstance(made, cst.Call) else ""
+        return bool(made_by) and made_by.rpartition(".")[2] in through
 
     def _is_torch_save(self, node: cst.CSTNode) -> TypeGuard[cst.Call]:
         return type(node) is cst.Call and self._names.qualified_name(node.func) == "torch.save"

@@ -48,7 +48,17 @@ class SaveConvention:
     in `save_checkpoint(self, val_loss, model, path)`)."""
 
     cpu_saver: Optional[str]
-    into_callers_folders: dict[str, str] = field(default_factory=dict)
+    into_callers_folders: dict[str, SavedInto] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SavedInto:
+    """A save into the folder a function's caller gives: where, and the names a call reaches
+    it through (the function's; a method of its class calling it, `__call__` included, with
+    the class's own name for an instance called: `early_stopping(loss, model, path)`)."""
+
+    where: str
+    reached_through: frozenset[str]
 
 
 _MEMO: dict[tuple[str, str], SaveConvention] = {}
@@ -68,7 +78,7 @@ def save_convention(linted: str) -> SaveConvention:
 def _convention(root: Path) -> SaveConvention:
     cpu_saver: Optional[str] = None
     direct = False
-    into: dict[str, str] = {}
+    into: dict[str, SavedInto] = {}
     for path, text in files_calling(root, "", "save"):
         tree = parsed(path, text)
         if tree is None:
@@ -78,8 +88,13 @@ def _convention(root: Path) -> SaveConvention:
         for save, scope in _torch_saves(tree, tree):
             where = f"{os.path.relpath(path, root)}:{save.lineno}"
             name = _name_in_callers_folder(save, scope)
-            if name is not None:
-                into.setdefault(name, where)
+            if name is not None:  # (several savers of one name: a call may reach any)
+                known = into.get(name)
+                through = _reached_through(tree, scope)
+                into[name] = SavedInto(
+                    known.where if known else where,
+                    through | known.reached_through if known else through,
+                )
             value = save.args[0] if save.args else keyword_value(save, "obj")
             if value is None:
                 continue
@@ -88,6 +103,26 @@ def _convention(root: Path) -> SaveConvention:
             elif device_words and _saves_weights_as_they_are(value):
                 direct = True
     return SaveConvention(None if direct else cpu_saver, into)
+
+
+def _reached_through(tree: ast.Module, saver: ast.AST) -> frozenset[str]:
+    """The names a call reaches ``saver`` through: its own, and for a method, those of the
+    methods of its class that call `self.<saver>(...)`, with the class's name where one of
+    them is `__call__`."""
+    name = getattr(saver, "name", "")
+    names = {name}
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.ClassDef) and saver in node.body):
+            continue
+        for method in node.body:
+            if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                isinstance(call, ast.Call) and dotted_name(call.func) == f"self.{name}"
+                for call in ast.walk(method)
+            ):
+                names.add(method.name)
+                if method.name == "__call__":
+                    names.add(node.name)
+    return frozenset(names)
 
 
 def _name_in_callers_folder(save: ast.Call, scope: ast.AST) -> Optional[str]:

@@ -65,12 +65,12 @@ class LoadWithoutMapLocation(Rule):
       method (not `__init__`, not a static or class method) loading a file name
       written out that the object's `__init__` saves in its own statements
       (`torch.save(model.state_dict(), "init_params.pt")`, read back by
-      `range_test`); a function that hands the load's folder to a call of the
-      project's code before the load (`early_stopping(loss, model, path)` in the
-      training loop, then `torch.load(path + "/" + "checkpoint.pth")`), where
-      some function of the project saves that file name into the folder its
-      caller gives (`torch.save(model.state_dict(), path + "/" +
-      "checkpoint.pth")` in `save_checkpoint(self, val_loss, model, path)`).
+      `range_test`); a function that hands the load's folder, before the load,
+      to a call reaching a function of the project that saves that file name
+      into the folder its caller gives (`early_stopping(loss, model, path)` in
+      the training loop, an instance whose `__call__` runs `save_checkpoint(self,
+      val_loss, model, path)`, which saves `path + "/" + "checkpoint.pth"`;
+      then `torch.load(path + "/" + "checkpoint.pth")`).
       One process on one machine wrote it first.
     - **A file name this file always writes from values moved to the CPU**
       (silent): `torch.save(feats.cpu(), os.path.join(args.dump, "feats.pth"))`
