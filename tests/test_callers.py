@@ -4,6 +4,7 @@ its tensor parameters live when every one of them passes a tensor moved to the C
 from __future__ import annotations
 
 import ast
+import json
 from pathlib import Path
 
 import pytest
@@ -173,4 +174,43 @@ def test_another_class_calling_its_own_method_of_the_name_is_no_caller(ranking: 
 
 def test_a_caller_in_another_file_keeps_the_contract(ranking: Path) -> None:
     write_later(ranking / "main.py", "def go(ranker, x):\n    return ranker.train_epoch(x)\n")
+    assert _found(_lint(ranking)) == [("ranking.py", "DEV005", 17)]
+
+
+@pytest.mark.parametrize(
+    "elsewhere",
+    [
+        "from util.utils import renorm as denorm\n\ndef f(batch):\n    return denorm(batch[0])\n",
+        "from util.utils import renorm\n\ndef f(batch):\n    return list(map(renorm, batch))\n",
+        "from util.utils import *\n\ndef f(batch):\n    return renorm(batch[0])\n",
+    ],
+)
+def test_a_mention_not_called_in_sight_keeps_the_contract(project: Path, elsewhere: str) -> None:
+    write_later(project / "other.py", elsewhere)
+    assert _found(_lint(project)) == [("utils.py", "DEV005", 7)]
+
+
+def test_a_notebook_naming_the_function_keeps_the_contract(project: Path) -> None:
+    cell = {
+        "cell_type": "code",
+        "metadata": {},
+        "outputs": [],
+        "execution_count": None,
+        "source": ["from util.utils import renorm\n", "renorm(x.cuda())"],
+    }
+    notebook = {"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    write_later(project / "demo.ipynb", json.dumps(notebook))
+    assert _found(_lint(project)) == [("utils.py", "DEV005", 7)]
+
+
+def test_a_method_handed_on_in_another_file_keeps_the_contract(ranking: Path) -> None:
+    write_later(
+        ranking / "main.py", "def go(ranker, hooks):\n    hooks.append(ranker.train_epoch)\n"
+    )
+    assert _found(_lint(ranking)) == [("ranking.py", "DEV005", 17)]
+
+
+def test_the_repository_is_the_project_of_a_package_in_it(ranking: Path, tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    write_later(tmp_path / "app" / "main.py", "def go(r, x):\n    return r.train_epoch(x)\n")
     assert _found(_lint(ranking)) == [("ranking.py", "DEV005", 17)]

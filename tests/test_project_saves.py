@@ -177,3 +177,28 @@ def test_the_saver_called_by_name(stopping: Path) -> None:
     by_name = TRAIN.replace("early_stopping(", "early_stopping.save_checkpoint(")
     write_later(stopping / "exp.py", by_name)
     assert _found(_lint(stopping)) == []
+
+
+@pytest.mark.parametrize(
+    "direct",
+    [
+        'state = {"model": model.state_dict(), "epoch": 3}\n    torch.save(state, "c.pth")\n',
+        'ckpt = {}\n    ckpt["sd"] = model.state_dict()\n    torch.save(ckpt, "c.pth")\n',
+        "for k, v in stats.items():\n        stats[k] = v.cpu()\n"
+        '    torch.save(model.state_dict(), "c.pth")\n',
+        'torch.save({"model": model.state_dict(), "m": metrics_to_cpu(m)}, "c.pth")\n',
+        'torch.save(model, "model.pt")\n',
+    ],
+)
+def test_weights_saved_where_they_live_break_the_convention(project: Path, direct: str) -> None:
+    saver = "import torch\n\n\ndef export(model, stats, m):\n    model.cuda()\n    " + direct
+    write_later(project / "export.py", saver)
+    assert _found(_lint(project)) == [("demo.py", 10)]
+
+
+@pytest.mark.parametrize("imported", ["from torch import save\n", "import torch as T\n"])
+def test_torch_save_under_another_name(project: Path, imported: str) -> None:
+    call = "save" if "from" in imported else "T.save"
+    source = f"{imported}\n\ndef export(model):\n    model.cuda()\n"
+    write_later(project / "export.py", source + f'    {call}(model.state_dict(), "m.pth")\n')
+    assert _found(_lint(project)) == [("demo.py", 10)]

@@ -33,6 +33,10 @@ from devlint.analysis.units import FunctionNode
 # Reads of a tensor that say where it is or put it elsewhere: a cache read so is checked.
 _DEVICE_READS = frozenset({"device", "is_cuda", "get_device", "to", "cuda", "cpu", "type_as"})
 _MOVES = frozenset({"to", "cuda", "type_as"})
+# Functions that return the layer they are given (`torch.nn.utils.parametrizations`' too).
+_LAYER_WRAPPERS = frozenset(
+    {"weight_norm", "spectral_norm", "orthogonal", "remove_weight_norm", "deepcopy", "compile"}
+)
 
 
 @dataclass(frozen=True)
@@ -165,7 +169,7 @@ def _registers_itself(value: ast.expr) -> bool:
     if not isinstance(value, ast.Call):
         return False
     name = last_name(value.func)
-    if name[:1].islower() and value.args:
+    if name in _LAYER_WRAPPERS and value.args:
         # a layer's wrapper returns the layer: `weight_norm(nn.Linear(...))`, `spectral_norm`
         return _registers_itself(value.args[0])
     return name[:1].isupper() and not name.endswith("Tensor")

@@ -7,19 +7,26 @@ of the project, the files whose imports resolve `renorm` to the linted file's fu
 to the CPU, as written (`renorm(img.cpu())`, `.detach().cpu()`, `.to("cpu")`). A call through
 `*args` or `**kwargs`, or an argument the call does not show moved, keeps the contract.
 
-The project is the nearest folder above with a project marker (`pyproject.toml`, `.git`...),
-else the root of the package the file is in. Its files are read once per process, memoised by
-their stamps, and only those whose text calls the name are parsed. The set of calling files,
-with their contents, is recorded as a dependency of the lint's cached result: a new caller, or a
-changed one, re-lints the file.
+Every other mention of the function keeps the contract too: a reference that is not a call
+(`map(renorm, batch)`, `partial(renorm, ...)`, `step = ranker.train_epoch`), an import under
+another name, a star import, a notebook naming it: what it is then passed is out of sight.
+
+The project is the outermost folder above with a `.git`, else the nearest with a project marker
+(`pyproject.toml`...), else the root of the package the file is in. Its files are listed once
+every few seconds and indexed by the names they mention, each read once per process (memoised
+by its stamp); only those mentioning the name are parsed. The set of those files, with their
+contents, is recorded as a dependency of the lint's cached result: a new caller, or a changed
+one, re-lints the file.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import os
 import re
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -42,6 +49,8 @@ _MAX_FILES = 5000  # a larger tree is not scanned for one function's callers
 _CPU_KEEPING = frozenset(
     {"float", "double", "half", "long", "int", "contiguous", "clone", "detach"}
 )
+_NAMES = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+_SUFFIXES = (".py", ".ipynb")
 
 
 @dataclass(frozen=True)
@@ -49,27 +58,42 @@ class _FileText:
     mtime_ns: int
     size: int
     digest: str
-    called: frozenset[str]
+    mentioned: frozenset[str]
+
+
+@dataclass
+class _Listing:
+    made: float
+    files: Optional[list[str]]  # None: too many to read for one function
+    index: Optional[dict[str, list[str]]] = None  # name -> the files mentioning it
 
 
 _TEXTS: dict[str, _FileText] = {}
-_TREES: dict[tuple[str, str], Optional[ast.Module]] = {}
-_LISTINGS: dict[str, tuple[float, Optional[list[str]]]] = {}
+_TREES: dict[str, tuple[str, Optional[ast.Module]]] = {}  # path -> (digest, tree)
+_LISTINGS: dict[str, _Listing] = {}
 _LISTING_LIFETIME_S = 10.0
+
+
+@functools.lru_cache(maxsize=256)
+def _project_folder(folder: Path) -> Path:
+    repository = None
+    for candidate in (folder, *folder.parents):
+        if (candidate / ".git").exists():
+            repository = candidate  # (the outermost: a monorepo's other packages call too)
+    return repository or project_root(folder) or package_root(folder)
 
 
 def project_folder(linted: str) -> Path:
     """Where the callers of a function of ``linted`` may live."""
-    folder = Path(os.path.abspath(linted)).parent
-    return project_root(folder) or package_root(folder)
+    return _project_folder(Path(os.path.abspath(linted)).parent)
 
 
-def _project_files(root: Path) -> Optional[list[str]]:
-    """The project's Python files, listed again after a few seconds (an editor's session
-    outlives a listing); None for a tree too large to read for one function."""
+def _listing(root: Path) -> _Listing:
+    """The project's Python files and notebooks, listed again after a few seconds (an editor's
+    session outlives a listing)."""
     key = str(root)
     listed = _LISTINGS.get(key)
-    if listed is None or time.monotonic() - listed[0] > _LISTING_LIFETIME_S:
+    if listed is None or time.monotonic() - listed.made > _LISTING_LIFETIME_S:
         found: list[str] = []
         for folder, folders, files in os.walk(root):
             folders[:] = [
@@ -77,12 +101,27 @@ def _project_files(root: Path) -> Optional[list[str]]:
                 for name in folders
                 if not name.startswith(".") and name not in _SKIPPED_FOLDERS
             ]
-            found.extend(os.path.join(folder, name) for name in files if name.endswith(".py"))
+            found.extend(os.path.join(folder, name) for name in files if name.endswith(_SUFFIXES))
             if len(found) > _MAX_FILES:
                 break
-        too_many = len(found) > _MAX_FILES
-        listed = _LISTINGS[key] = (time.monotonic(), None if too_many else sorted(found))
-    return listed[1]
+        listed = _Listing(time.monotonic(), None if len(found) > _MAX_FILES else sorted(found))
+        _LISTINGS[key] = listed
+    return listed
+
+
+def _index(root: Path) -> Optional[dict[str, list[str]]]:
+    """Which files of the project mention each name; None for a tree too large to read."""
+    listed = _listing(root)
+    if listed.files is None:
+        return None
+    if listed.index is None:
+        index: dict[str, list[str]] = {}
+        for path in listed.files:
+            text = _text(path)
+            for name in text.mentioned if text is not None else ():
+                index.setdefault(name, []).append(path)
+        listed.index = index
+    return listed.index
 
 
 def _text(path: str) -> Optional[_FileText]:
@@ -97,93 +136,119 @@ def _text(path: str) -> Optional[_FileText]:
         data = Path(path).read_bytes()
     except OSError:
         return None
-    called = frozenset(match.decode() for match in _CALLED.findall(data))
-    text = _FileText(stat.st_mtime_ns, stat.st_size, bytes_digest(data), called)
+    mentioned = frozenset(sys.intern(match.decode()) for match in _NAMES.findall(data))
+    text = _FileText(stat.st_mtime_ns, stat.st_size, bytes_digest(data), mentioned)
     _TEXTS[path] = text
     return text
 
 
 def parsed(path: str, text: _FileText) -> Optional[ast.Module]:
-    """The file's syntax tree, memoised by its digest; None where it does not parse."""
-    digest = text.digest
-    key = (path, digest)
-    if key not in _TREES:
+    """The file's syntax tree, memoised while its digest holds; None where it does not parse
+    (a notebook is not read: its cells are out of sight)."""
+    known = _TREES.get(path)
+    if known is not None and known[0] == text.digest:
+        return known[1]
+    tree: Optional[ast.Module] = None
+    if path.endswith(".py"):
         try:
-            _TREES[key] = parse_quietly(Path(path).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
-            _TREES[key] = None
-    return _TREES[key]
+            tree = parse_quietly(Path(path).read_bytes())  # type: ignore[arg-type]
+        except (OSError, SyntaxError, ValueError, RecursionError):
+            tree = None
+    _TREES[path] = (text.digest, tree)
+    return tree
 
 
 def files_calling(root: Path, linted: str, name: str) -> Iterator[tuple[str, _FileText]]:
-    """The project's files, but ``linted``, whose text calls ``name`` (`name(`)."""
-    own = os.path.abspath(linted)
-    for path in _project_files(root) or ():
-        if path == own:
-            continue
+    """The project's files, but ``linted``, that mention ``name``."""
+    own = os.path.abspath(linted) if linted else ""
+    for path in (_index(root) or {}).get(name, ()):
         text = _text(path)
-        if text is not None and name in text.called:
+        if path != own and text is not None:
             yield path, text
 
 
 def callers_digest(root: str, name: str) -> str:
-    """The digest of the files of ``root`` whose text calls ``name``, with their contents."""
+    """The digest of the files of ``root`` mentioning ``name``, with their contents."""
     parts = [f"{path}:{text.digest}" for path, text in files_calling(Path(root), "", name)]
     return hashlib.blake2b("\n".join(parts).encode(), digest_size=12).hexdigest()
 
 
 def _calls_of(path: str, tree: ast.Module, linted: str, name: str) -> Optional[list[ast.Call]]:
-    """The calls in ``tree`` of the linted file's ``name``; None where the file names it in a
-    way the analysis cannot follow (a star import of the linted module)."""
-    view = ProjectView.of(path, tree)
+    """The calls in ``tree`` of the linted file's ``name``; None where the file names it in
+    any other way (a reference not called, an import under another name, a star import)."""
+    if _hidden_import(tree, name):
+        return None
+    view = ProjectView.of(path, tree, linted)
     if view is None:
         return []
     own = os.path.abspath(linted)
-    calls = []
+    called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    calls: list[ast.Call] = []
     for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
+        if not (isinstance(node, (ast.Name, ast.Attribute)) and _named(node) == name):
             continue
-        dotted = dotted_name(node.func)
-        if dotted is None or dotted.rpartition(".")[2] != name:
-            continue
+        dotted = dotted_name(node)
+        if dotted is None:
+            return None  # `make().renorm(x)`: which `renorm`, the analysis cannot tell
         found = view.lookup(dotted)
-        if found is not None and found.path == own and found.name == name:
-            calls.append(node)
+        if found is None or found.path != own or found.name != name:
+            continue
+        if id(node) not in called:
+            return None  # `map(renorm, batch)`: passed on, called out of sight
+        calls.extend(
+            call for call in ast.walk(tree) if isinstance(call, ast.Call) and call.func is node
+        )
     return calls
 
 
+def _hidden_import(tree: ast.Module, name: str) -> bool:
+    """`from m import *`, or `from m import name as other`: calls the index cannot see."""
+    return any(
+        isinstance(node, ast.ImportFrom)
+        and any(alias.name == "*" or (alias.name == name and alias.asname) for alias in node.names)
+        for node in ast.walk(tree)
+    )
+
+
+def _named(node: ast.expr) -> str:
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else ""
+
+
 def called_elsewhere(linted: str, name: str) -> bool:
-    """Whether a file of the project other than ``linted`` calls ``name``, as its text reads
-    (`name(`, `.name(`): the file's own calls are then not all of them."""
+    """Whether a file of the project other than ``linted`` mentions the method ``name`` other
+    than as another class's own (`self.name(...)` inside a class defining `name`)."""
     root = project_folder(linted)
-    if _project_files(root) is None:
+    if _index(root) is None:
         return True  # (a tree too large to read may hold any caller)
     record_callers(linted, str(root), name, callers_digest(str(root), name))
     for path, text in files_calling(root, linted, name):
         tree = parsed(path, text)
-        if tree is None or not _calls_only_its_own(tree, name):
+        if tree is None or not _only_its_own(tree, name):
             return True
     return False
 
 
-def _calls_only_its_own(tree: ast.Module, name: str) -> bool:
-    """Whether every call of ``name`` in ``tree`` is `self.name(...)` in a file that defines
-    a method ``name`` of its own: another class's method of the same name."""
-    defines = any(
-        isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name
+def _only_its_own(tree: ast.Module, name: str) -> bool:
+    """Whether every mention of ``name`` in ``tree`` is the definition of a method of that name
+    or `self.name(...)` inside a class that defines it: another class's method."""
+    own: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and any(
+            isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == name
+            for item in node.body
+        ):
+            own.update(
+                id(call.func)
+                for call in ast.walk(node)
+                if isinstance(call, ast.Call) and dotted_name(call.func) == f"self.{name}"
+            )
+    return bool(own) and all(
+        id(node) in own
         for node in ast.walk(tree)
+        if isinstance(node, (ast.Name, ast.Attribute)) and _named(node) == name
     )
-    return defines and all(
-        dotted_name(node.func) == f"self.{name}"
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call) and _called_name(node.func) == name
-    )
-
-
-def _called_name(func: ast.expr) -> str:
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return func.id if isinstance(func, ast.Name) else ""
 
 
 def cpu_parameters(linted: str, function: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]:
@@ -191,6 +256,8 @@ def cpu_parameters(linted: str, function: ast.FunctionDef | ast.AsyncFunctionDef
     the project's other files (at least one) passes a tensor moved to the CPU, as written."""
     root = project_folder(linted)
     name = function.name
+    if _index(root) is None:
+        return frozenset()
     record_callers(linted, str(root), name, callers_digest(str(root), name))
     positional = [argument.arg for argument in (*function.args.posonlyargs, *function.args.args)]
     agreed: Optional[set[str]] = None

@@ -527,6 +527,12 @@ class CheckpointEvidence:
         key = self._resolve(scope, source_key(path.value, self._module))
         round_trip = self._round_trip_keys(scope, load)
         located = self._located_name(path.value, scope)
+        if (
+            located is not None
+            and "{}" in located
+            and not self._same_family(path.value, load, scope)
+        ):
+            located = None  # (`f"{args.teacher}.pth"` is another file than `f"{args.student}.pth"`)
         if key in round_trip or (located is not None and located in round_trip):
             # (the same path, or a file of the same name in the same folder: `os.path.join(
             # save_dir, f"gather_{rank}.pkl")` for each rank)
@@ -606,11 +612,17 @@ class CheckpointEvidence:
         """A top-level `os.environ["CUDA_VISIBLE_DEVICES"] = ""` (or `"-1"`): the process that
         runs this file, its author's included, sees no GPU."""
         if self._no_gpus is None:
-            self._no_gpus = any(
+            hidden = [
                 _hides_gpus(small, self._names)
                 for statement in self._module.body
                 if isinstance(statement, cst.SimpleStatementLine)
                 for small in statement.body
+            ]
+            # (and no assignment anywhere shows one again: `= args.gpu`)
+            self._no_gpus = any(hidden) and not any(
+                _sets_visible_devices(node, self._names) and not _hides_gpus(node, self._names)
+                for node in descendants(self._module)
+                if isinstance(node, cst.Assign)
             )
         return self._no_gpus
 
@@ -671,13 +683,17 @@ class CheckpointEvidence:
         for node in descendants(scope):
             if node is load:
                 break
-            if not isinstance(node, cst.Call) or _exclusive_branches(scope, node, load):
+            if not isinstance(node, cst.Call):
                 continue
             handed = any(
                 isinstance(passed.value, cst.Name) and passed.value.value == folder
                 for passed in node.args
             )
-            if handed and self._reaches(node, values, saved.reached_through):
+            if (
+                handed
+                and self._reaches(node, values, saved.reached_through)
+                and not _exclusive_branches(scope, node, load)
+            ):
                 shown = _short(self._module, node.func)
                 return (
                     f"saved earlier in this run: `{shown}` is given `{folder}`, and saves "
@@ -890,6 +906,47 @@ class CheckpointEvidence:
                         self._named_saves.append((name, value.value))
             self._collect_saves(child, scope)
 
+    def _same_family(self, path: cst.BaseExpression, load: cst.Call, scope: Scope) -> bool:
+        """Whether a save of the scope before the load writes the loaded f-string's file: each
+        value the same as the save's, or a loop's variable around the load (`for rank in
+        range(world_size):` ... `f"part_{rank}.pkl"`, each rank's file in turn)."""
+        loaded = self._slots(path, scope)
+        if loaded is None:
+            return False
+        looped = {
+            name.value
+            for node in descendants(scope)
+            if isinstance(node, cst.For) and any(inner is load for inner in descendants(node.body))
+            for name in descendants(node.target)
+            if isinstance(name, cst.Name)
+        }
+        for node in descendants(scope):
+            if node is load:
+                return False
+            target = argument(node, 1, "f") if self._is_torch_save(node) else None
+            saved = self._slots(target.value, scope) if target is not None else None
+            if (
+                saved is not None
+                and len(saved) == len(loaded)
+                and all(mine == theirs or mine in looped for mine, theirs in zip(loaded, saved))
+            ):
+                return True
+        return False
+
+    def _slots(self, path: cst.BaseExpression, scope: Scope) -> Optional[list[str]]:
+        """The values of the f-string naming a path's file, as written."""
+        values = self._assigned_in(scope)
+        string = _through(path, values)
+        if isinstance(string, cst.Call) and string.args:
+            string = _through(string.args[-1].value, values)
+        if not isinstance(string, cst.FormattedString):
+            return None
+        return [
+            self._module.code_for_node(part.expression)
+            for part in string.parts
+            if isinstance(part, cst.FormattedStringExpression)
+        ]
+
     def _located_name(self, path: cst.BaseExpression, scope: Scope) -> Optional[str]:
         """A path's folder, as written, and its file name or template: `save_dir` and
         `"gather_{}.pkl"` in `os.path.join(save_dir, f"gather_{rank}.pkl")`."""
@@ -988,7 +1045,16 @@ class CheckpointEvidence:
 
 def _hides_gpus(statement: cst.BaseSmallStatement, names: ImportMap) -> bool:
     """`os.environ["CUDA_VISIBLE_DEVICES"] = ""` or `"-1"`: no GPU for the process."""
-    if not isinstance(statement, cst.Assign) or string_value(statement.value) not in ("", "-1"):
+    return (
+        isinstance(statement, cst.Assign)
+        and string_value(statement.value) in ("", "-1")
+        and _sets_visible_devices(statement, names)
+    )
+
+
+def _sets_visible_devices(statement: cst.BaseSmallStatement, names: ImportMap) -> bool:
+    """An assignment to `os.environ["CUDA_VISIBLE_DEVICES"]`."""
+    if not isinstance(statement, cst.Assign):
         return False
     for target in statement.targets:
         subscript = target.target

@@ -55,6 +55,7 @@ from devlint.analysis.numbers import list_attributes, number_attributes
 from devlint.analysis.parameters import (
     annotated_as_list,
     annotated_as_tensors,
+    enclosing_blocks,
     list_parameters,
     module_tensors_set_in,
     names_on_a_device,
@@ -75,6 +76,7 @@ from devlint.analysis.syntax import (
     parameters_of,
     self_attribute,
     statement_blocks,
+    string_value,
 )
 from devlint.analysis.syntax_screen import (
     SyntaxFacts,
@@ -207,7 +209,7 @@ class DeviceFlow(CallContexts):
         self._returns_tensor: dict[str, bool] = {}  # see `class_returns_tensor`
         self._moved_helpers: Optional[frozenset[str]] = None
         self._device_reads: dict[FunctionNode, dict[str, ast.Attribute]] = {}
-        self._rebindings: dict[FunctionNode, dict[str, list[tuple[int, int]]]] = {}
+        self._rebindings: dict[FunctionNode, dict[str, list[tuple[tuple[int, int], int]]]] = {}
         self._numeric: dict[FunctionNode, frozenset[str]] = {}  # numbers among parameters
         # Each method's class's methods, which it calls as `self.name(...)`.
         self.sibling_methods: dict[ast.AST, Mapping[str, FunctionNode]] = {}
@@ -626,7 +628,7 @@ class DeviceFlow(CallContexts):
         if (
             self.path is None
             or function not in self._module.body
-            or self._calls_written()[function.name]
+            or self._name_uses().loads[function.name]  # (called, or handed on: `map(f, xs)`)
             or not os.path.isfile(self.path)
         ):
             return frozenset()
@@ -706,8 +708,14 @@ class DeviceFlow(CallContexts):
         if read is None:
             return None
         low, high = sorted(((read.lineno, read.col_offset), (use.lineno, use.col_offset)))
-        rebound = self._rebindings[function].get(use.id, ())
-        return None if any(low < where < high for where in rebound) else read
+        between = [
+            block
+            for where, block in self._rebindings[function].get(use.id, ())
+            if low < where < high
+        ]
+        if between and set(between) & enclosing_blocks(function, use):
+            return None  # (a rebinding on every path to the use; `if c: x = x.cpu()` is not)
+        return read
 
     def _places_on_device(self) -> bool:
         """Whether the file places anything on a device (see `places_on_a_device`)."""
@@ -853,7 +861,7 @@ class DeviceFlow(CallContexts):
         if tested is not None:
             device, equal = tested
             _place_on_cpu(body_env if equal else orelse_env, device)
-        on_gpu = _tensor_tested_for_gpu(node.test, self.text)
+        on_gpu = _tensor_tested_for_gpu(node.test)
         if on_gpu is not None:
             name, holds = on_gpu
             _off_the_gpu(orelse_env if holds else body_env, name)
@@ -1237,7 +1245,7 @@ def _is_parameter(value: Value) -> bool:
     return value.kind is Kind.TENSOR and value.placement.evidence.startswith("parameter `")
 
 
-def _tensor_tested_for_gpu(test: ast.expr, text: SourceText) -> Optional[tuple[str, bool]]:
+def _tensor_tested_for_gpu(test: ast.expr) -> Optional[tuple[str, bool]]:
     """`if x.device.type == "cuda":`, `if x.is_cuda:`, `if not x.is_cuda:`: the tensor whose
     device is tested, and whether the test holds when it is on the GPU."""
     negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
@@ -1252,8 +1260,8 @@ def _tensor_tested_for_gpu(test: ast.expr, text: SourceText) -> Optional[tuple[s
         return None
     for side, other in ((test.left, test.comparators[0]), (test.comparators[0], test.left)):
         name = dotted_name(side) or ""
-        if name.endswith((".device.type", ".device")) and "cuda" in text.code_of(other):
-            return name.removesuffix(".type").removesuffix(".device"), operator is ast.Eq
+        if name.endswith(".device.type") and string_value(other) == "cuda":
+            return name.removesuffix(".device.type"), operator is ast.Eq
     return None
 
 

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import ast
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import PurePath
 from typing import Optional, Union
 
 from devlint.analysis.contexts import defaults_of
 from devlint.analysis.names import ImportMap
-from devlint.analysis.syntax import dotted_name, nodes_below, parameters_of
+from devlint.analysis.syntax import dotted_name, nodes_below, parameters_of, statement_blocks
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 
@@ -243,24 +243,64 @@ def _position(node: ast.expr) -> tuple[int, int]:
     return node.lineno, node.col_offset
 
 
-def rebinding_positions(function: FunctionNode) -> dict[str, list[tuple[int, int]]]:
-    """Where each plain name of ``function`` takes a new value: the end of the statement that
-    assigns it (`x = x.cpu().numpy()` binds once its value is made), or a loop's target. An
+def rebinding_positions(
+    function: FunctionNode,
+) -> dict[str, list[tuple[tuple[int, int], int]]]:
+    """Where each plain name takes a new value in ``function``'s own statements (not a nested
+    function's, nor a comprehension's), with the block holding the statement: the end of an
+    assignment (`x = x.cpu().numpy()` binds once its value is made), or a loop's target. An
     augmented assignment (`x += 1`) keeps the tensor, and its device."""
-    found: dict[str, list[tuple[int, int]]] = {}
-    for node in nodes_below(function):
-        if isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            end = (node.end_lineno or node.lineno, node.end_col_offset or 0)
+    found: dict[str, list[tuple[tuple[int, int], int]]] = {}
+
+    def visit(block: Sequence[ast.stmt]) -> None:
+        for statement in block:
+            targets: list[ast.expr] = []
+            if isinstance(statement, ast.Assign):
+                targets = statement.targets
+            elif isinstance(statement, (ast.AnnAssign, ast.For, ast.AsyncFor)):
+                targets = [statement.target]
+            end = (statement.end_lineno or statement.lineno, statement.end_col_offset or 0)
+            if isinstance(statement, (ast.For, ast.AsyncFor)):
+                end = (statement.target.lineno, statement.target.col_offset)
             for target in targets:
                 for part in ast.walk(target):
                     if isinstance(part, ast.Name):
-                        found.setdefault(part.id, []).append(end)
-        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
-            for part in ast.walk(node.target):
-                if isinstance(part, ast.Name):
-                    found.setdefault(part.id, []).append(_position(part))
+                        found.setdefault(part.id, []).append((end, id(block)))
+            if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                for inner in statement_blocks(statement):
+                    visit(inner)
+
+    visit(function.body)
     return found
+
+
+def enclosing_blocks(function: FunctionNode, node: ast.expr) -> set[int]:
+    """The statement blocks of ``function`` that hold ``node``, from its body inwards: a
+    rebinding in one of them runs on every path to ``node``."""
+    position = (node.lineno, node.col_offset)
+    held: set[int] = set()
+    block: Optional[Sequence[ast.stmt]] = function.body
+    while block is not None:
+        held.add(id(block))
+        inner = None
+        for statement in block:
+            start = (statement.lineno, statement.col_offset)
+            end = (statement.end_lineno or statement.lineno, statement.end_col_offset or 0)
+            if start <= position <= end:
+                inner = next(
+                    (
+                        candidate
+                        for candidate in statement_blocks(statement)
+                        if candidate
+                        and (candidate[0].lineno, candidate[0].col_offset) <= position
+                        and position
+                        <= (candidate[-1].end_lineno or 0, candidate[-1].end_col_offset or 0)
+                    ),
+                    None,
+                )
+                break
+        block = inner
+    return held
 
 
 def runs_on_cpu_by_design(function: FunctionNode, classes: Iterable[str]) -> bool:

@@ -225,8 +225,9 @@ class ProjectView:
     _files: dict[tuple[str, ...], Optional[str]] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, path: str, tree: ast.Module) -> Optional[ProjectView]:
-        """None where the file imports nothing that could be a project file."""
+    def of(cls, path: str, tree: ast.Module, linted: Optional[str] = None) -> Optional[ProjectView]:
+        """None where the file imports nothing that could be a project file. ``linted``: the
+        file whose lint reads the view, where it is not ``path`` (its dependencies)."""
         imports = {
             name: bound
             for name, bound in imported_names(tree).items()
@@ -235,8 +236,9 @@ class ProjectView:
         if not imports:
             return None
         real = Path(os.path.abspath(path))
-        _DEPENDENCIES.setdefault(path, {})
-        return cls(real, imports, search_roots(real), path, tree)
+        key = linted or path
+        _DEPENDENCIES.setdefault(key, {})
+        return cls(real, imports, search_roots(real), key, tree)
 
     def lookup(self, dotted: Optional[str]) -> Optional[Found]:
         """The project class or function ``dotted`` names in this file (`Net`, `utils.score`)."""

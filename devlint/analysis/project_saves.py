@@ -61,7 +61,7 @@ class SavedInto:
     reached_through: frozenset[str]
 
 
-_MEMO: dict[tuple[str, str], SaveConvention] = {}
+_MEMO: dict[str, tuple[str, SaveConvention]] = {}  # root -> (digest, convention)
 
 
 def save_convention(linted: str) -> SaveConvention:
@@ -69,10 +69,10 @@ def save_convention(linted: str) -> SaveConvention:
     root = project_folder(linted)
     digest = callers_digest(str(root), "save")
     record_callers(linted, str(root), "save", digest)
-    key = (str(root), digest)
-    if key not in _MEMO:
-        _MEMO[key] = _convention(root)
-    return _MEMO[key]
+    known = _MEMO.get(str(root))
+    if known is None or known[0] != digest:
+        known = _MEMO[str(root)] = (digest, _convention(root))
+    return known[1]
 
 
 def _convention(root: Path) -> SaveConvention:
@@ -82,10 +82,12 @@ def _convention(root: Path) -> SaveConvention:
     for path, text in files_calling(root, "", "save"):
         tree = parsed(path, text)
         if tree is None:
+            if path.endswith(".py"):
+                direct = True  # (a saver out of sight may save anything)
             continue
         # (a file with no device word, a conversion script, saves weights on the CPU)
-        device_words = bool(DEVICE_WORDS.search(Path(path).read_text(encoding="utf-8")))
-        for save, scope in _torch_saves(tree, tree):
+        device_words = bool(DEVICE_WORDS.search(Path(path).read_bytes().decode("utf-8", "replace")))
+        for save, scope in _torch_saves(tree, tree, _save_names(tree)):
             where = f"{os.path.relpath(path, root)}:{save.lineno}"
             name = _name_in_callers_folder(save, scope)
             if name is not None:  # (several savers of one name: a call may reach any)
@@ -100,9 +102,21 @@ def _convention(root: Path) -> SaveConvention:
                 continue
             if _weights_moved(value, scope):
                 cpu_saver = cpu_saver or where
-            elif device_words and _saves_weights_as_they_are(value):
+            elif device_words and _saves_weights_as_they_are(value, scope):
                 direct = True
     return SaveConvention(None if direct else cpu_saver, into)
+
+
+def _save_names(tree: ast.Module) -> frozenset[str]:
+    """How the file calls `torch.save`: `torch.save`, `T.save` after `import torch as T`,
+    `save` after `from torch import save`."""
+    names = {"torch.save"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(f"{a.asname}.save" for a in node.names if a.name == "torch" and a.asname)
+        elif isinstance(node, ast.ImportFrom) and node.module == "torch":
+            names.update(a.asname or a.name for a in node.names if a.name == "save")
+    return frozenset(names)
 
 
 def _reached_through(tree: ast.Module, saver: ast.AST) -> frozenset[str]:
@@ -148,41 +162,57 @@ def _name_in_callers_folder(save: ast.Call, scope: ast.AST) -> Optional[str]:
     return name if named and name and "/" not in name and "." in name else None
 
 
-def _torch_saves(node: ast.AST, scope: ast.AST) -> Iterator[tuple[ast.Call, ast.AST]]:
-    """Each `torch.save(...)` call below ``node``, with the function it is made in."""
+def _torch_saves(
+    node: ast.AST, scope: ast.AST, names: frozenset[str]
+) -> Iterator[tuple[ast.Call, ast.AST]]:
+    """Each `torch.save(...)` call below ``node`` (as ``names`` spell it), with the function it
+    is made in."""
     for child in ast.iter_child_nodes(node):
         if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            yield from _torch_saves(child, child)
+            yield from _torch_saves(child, child, names)
             continue
-        if isinstance(child, ast.Call) and dotted_name(child.func) == "torch.save":
+        if isinstance(child, ast.Call) and dotted_name(child.func) in names:
             yield child, scope
-        yield from _torch_saves(child, scope)
+        yield from _torch_saves(child, scope, names)
 
 
 def _weights_moved(value: ast.expr, scope: ast.AST) -> bool:
-    """What ``scope`` saves as ``value`` holds weights it moved to the CPU."""
-    for node in ast.walk(value):
-        if isinstance(node, ast.Call):
-            func = node.func
-            called = func.attr if isinstance(func, ast.Attribute) else dotted_name(func) or ""
-            if "to_cpu" in called:
-                return True  # `weights_to_cpu(model.state_dict())`, `utils.move_to_cpu(state)`
-            if called == "state_dict" and _moved(node.func):
-                return True  # `model.cpu().state_dict()`
-        if isinstance(node, ast.DictComp) and moved_to_cpu(node.value):
-            return True  # `{k: v.cpu() for k, v in sd.items()}`
-    return _items_moved_in(scope)
+    """What ``scope`` saves as ``value`` is weights it moved to the CPU: the whole value
+    (`weights_to_cpu(model.state_dict())`, `model.cpu().state_dict()`, `{k: v.cpu() for k, v
+    in sd.items()}`), or a container whose every item it moved before the save, in it."""
+    if isinstance(value, ast.Call):
+        func = value.func
+        called = func.attr if isinstance(func, ast.Attribute) else dotted_name(func) or ""
+        if called.endswith("to_cpu") and value.args:
+            return True  # `weights_to_cpu(model.state_dict())`, `utils.move_to_cpu(state)`
+        if called == "state_dict" and _moved(func):
+            return True  # `model.cpu().state_dict()`
+    if isinstance(value, ast.DictComp) and moved_to_cpu(value.value):
+        return True  # `{k: v.cpu() for k, v in sd.items()}`
+    saved = {node.id for node in ast.walk(value) if isinstance(node, ast.Name)}
+    return _items_moved_in(scope, saved, value)
 
 
-def _items_moved_in(scope: ast.AST) -> bool:
-    """`for key, param in state_dict.items(): state_dict[key] = param.cpu()` in ``scope``."""
+def _items_moved_in(scope: ast.AST, saved: set[str], before: ast.expr) -> bool:
+    """`for key, param in state_dict.items(): state_dict[key] = param.cpu()` in ``scope``,
+    before ``before``, on a container the save reads (`state_dict`, or one holding it:
+    `save_dict[param_key] = state_dict`)."""
+    holders = set(saved)
+    for node in nodes_below(scope):  # (what the saved names are filled with)
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            base = target.value if isinstance(target, ast.Subscript) else target
+            if isinstance(base, ast.Name) and base.id in saved:
+                holders.update(n.id for n in ast.walk(node.value) if isinstance(n, ast.Name))
     for node in nodes_below(scope):
         if not (isinstance(node, ast.For) and isinstance(node.target, ast.Tuple)):
             continue
-        iterated = node.iter
-        if not (isinstance(iterated, ast.Call) and dotted_name(iterated.func)):
+        if (node.lineno, node.col_offset) > (before.lineno, before.col_offset):
             continue
-        container = (dotted_name(iterated.func) or "").removesuffix(".items")
+        container = (dotted_name(node.iter.func) if isinstance(node.iter, ast.Call) else "") or ""
+        container = container.removesuffix(".items")
+        if container not in holders:
+            continue
         for statement in ast.walk(node):
             if (
                 isinstance(statement, ast.Assign)
@@ -201,9 +231,32 @@ def _moved(func: ast.expr) -> bool:
     return isinstance(receiver, ast.Call) and moved_to_cpu(receiver)
 
 
-def _saves_weights_as_they_are(value: ast.expr) -> bool:
-    """`torch.save(model.state_dict(), path)`, `{"model": model.state_dict()}`: weights where
-    they live."""
+def _saves_weights_as_they_are(value: ast.expr, scope: ast.AST) -> bool:
+    """`torch.save(model.state_dict(), path)`, `{"model": model.state_dict()}`, a name the
+    function fills with one (`state = {"model": model.state_dict()}`, `ckpt["sd"] =
+    model.state_dict()`), or a module it moved (`model.cuda()`, then `torch.save(model, p)`):
+    weights where they live."""
+    if _has_state_dict(value):
+        return True
+    names = {node.id for node in ast.walk(value) if isinstance(node, ast.Name)}
+    for node in nodes_below(scope):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            base = target.value if isinstance(target, ast.Subscript) else target
+            if isinstance(base, ast.Name) and base.id in names and _has_state_dict(node.value):
+                return True
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("cuda", "to")
+            and isinstance(value, ast.Name)
+            and dotted_name(node.func.value) == value.id
+        ):
+            return True  # `model.cuda()`, then `torch.save(model, path)`
+    return False
+
+
+def _has_state_dict(value: ast.expr) -> bool:
     return any(
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)

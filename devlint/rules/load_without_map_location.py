@@ -653,6 +653,14 @@ class LoadWithoutMapLocation(Rule):
             3,
             9,
         ),
+        # An f-string of other values names another file: the teacher's, not the student's.
+        Invalid(
+            "import os, torch\ndef distill(student, teacher, args):\n"
+            "    torch.save(student.state_dict(), os.path.join(args.ckpt, f'{args.student}.pth'))\n"
+            "    teacher.load_state_dict(torch.load(os.path.join(args.ckpt, f'{args.teacher}.pth')))",
+            4,
+            29,
+        ),
         # A byte buffer from elsewhere (an archive, the network) is no round trip.
         Invalid(
             "import io, torch\ndef read(weight_bytes):\n"

@@ -61,11 +61,6 @@ class MissingDeviceMove(FlowRule):
     tuple or list whose every tensor is on the CPU counts as a CPU input (an
     LSTM's `(h0, c0)`), and a helper method of the file's module class called
     on an instance (`model.init_hidden(n)`) is analysed like a helper function.
-    A CPU tensor passed beside one the caller moved to the module's device
-    (`model(inputs.to(device), lengths)`) was left there by choice, not
-    forgotten: lengths `pack_padded_sequence` takes on the CPU, coordinates
-    read as numbers. The call alone says nothing more (a module of the file is
-    analysed with what it is passed).
     A tensor parameter says nothing of the caller's device where the code
     prepares CPU data: a dataset's methods, a collate function, or a helper
     whose every call in the file moves what it returns to a device
@@ -144,10 +139,6 @@ class MissingDeviceMove(FlowRule):
         "            torch.empty([0]), self.q.bias, None, None, False, 0.0, self.q.weight,\n"
         "            self.q.bias, use_separate_proj_weight=True, q_proj_weight=self.q.weight,\n"
         "            k_proj_weight=self.q.weight, v_proj_weight=self.q.weight)",
-        # one input moved, one left: lengths `pack_padded_sequence` takes on the CPU
-        "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
-        "model = Speech().to(device)\ninputs = torch.rand(3, 12, 80).to(device)\n"
-        "lengths = torch.IntTensor([12, 11, 10])\noutputs = model(inputs, lengths)",
         # a static method whose every call in the file (`Post.scale(...)`) passes CPU tensors
         "import torch\ndef predict(model, image):\n    out = model(image.to('cuda'))\n"
         "    return out.cpu()\nclass Post:\n    def run(self, model, image):\n"
@@ -1025,7 +1016,7 @@ class MissingDeviceMove(FlowRule):
         found = first_cpu_operand(arguments)
         from_sequence = found is None
         found = found or first_cpu_sequence(arguments)  # `model(x, (h0, c0))`
-        if found is None or (not from_sequence and _beside_a_moved_input(arguments)):
+        if found is None:
             return
         argument, value = found
         citations = Citations()
@@ -1308,10 +1299,3 @@ def _on_module_device(value: Value) -> bool:
         or evidence.startswith(("input ", "output of `self"))
         or "of the module" in evidence
     )
-
-
-def _beside_a_moved_input(arguments: list[tuple[ast.expr, Value]]) -> bool:
-    """A call given a tensor on a device beside the CPU one: the caller moved one input and
-    left the other (`model(inputs.to(device), input_lengths)`), by choice: lengths that
-    `pack_padded_sequence` takes on the CPU, coordinates read as numbers."""
-    return any(value.kind is Kind.TENSOR and value.where is Where.DEVICE for _, value in arguments)
