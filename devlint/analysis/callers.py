@@ -43,7 +43,6 @@ from devlint.analysis.project import (
 from devlint.analysis.syntax import dotted_name, keyword_value, string_value
 from devlint.complexity import parse_quietly
 
-_CALLED = re.compile(rb"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
 _SKIPPED_FOLDERS = frozenset({"node_modules", "site-packages", "build", "dist", "__pycache__"})
 _MAX_FILES = 5000  # a larger tree is not scanned for one function's callers
 _CPU_KEEPING = frozenset(
@@ -158,7 +157,7 @@ def parsed(path: str, text: _FileText) -> Optional[ast.Module]:
     return tree
 
 
-def files_calling(root: Path, linted: str, name: str) -> Iterator[tuple[str, _FileText]]:
+def files_mentioning(root: Path, linted: str, name: str) -> Iterator[tuple[str, _FileText]]:
     """The project's files, but ``linted``, that mention ``name``."""
     own = os.path.abspath(linted) if linted else ""
     for path in (_index(root) or {}).get(name, ()):
@@ -169,7 +168,7 @@ def files_calling(root: Path, linted: str, name: str) -> Iterator[tuple[str, _Fi
 
 def callers_digest(root: str, name: str) -> str:
     """The digest of the files of ``root`` mentioning ``name``, with their contents."""
-    parts = [f"{path}:{text.digest}" for path, text in files_calling(Path(root), "", name)]
+    parts = [f"{path}:{text.digest}" for path, text in files_mentioning(Path(root), "", name)]
     return hashlib.blake2b("\n".join(parts).encode(), digest_size=12).hexdigest()
 
 
@@ -223,7 +222,7 @@ def called_elsewhere(linted: str, name: str) -> bool:
     if _index(root) is None:
         return True  # (a tree too large to read may hold any caller)
     record_callers(linted, str(root), name, callers_digest(str(root), name))
-    for path, text in files_calling(root, linted, name):
+    for path, text in files_mentioning(root, linted, name):
         tree = parsed(path, text)
         if tree is None or not _only_its_own(tree, name):
             return True
@@ -261,7 +260,7 @@ def cpu_parameters(linted: str, function: ast.FunctionDef | ast.AsyncFunctionDef
     record_callers(linted, str(root), name, callers_digest(str(root), name))
     positional = [argument.arg for argument in (*function.args.posonlyargs, *function.args.args)]
     agreed: Optional[set[str]] = None
-    for path, text in files_calling(root, linted, name):
+    for path, text in files_mentioning(root, linted, name):
         tree = parsed(path, text)
         calls = _calls_of(path, tree, linted, name) if tree is not None else None
         if calls is None:

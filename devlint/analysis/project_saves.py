@@ -30,7 +30,7 @@ from typing import Optional
 
 from devlint.analysis.callers import (
     callers_digest,
-    files_calling,
+    files_mentioning,
     moved_to_cpu,
     parsed,
     project_folder,
@@ -79,7 +79,7 @@ def _convention(root: Path) -> SaveConvention:
     cpu_saver: Optional[str] = None
     direct = False
     into: dict[str, SavedInto] = {}
-    for path, text in files_calling(root, "", "save"):
+    for path, text in files_mentioning(root, "", "save"):
         tree = parsed(path, text)
         if tree is None:
             if path.endswith(".py"):
