@@ -11,11 +11,18 @@ first, BasicSR's `save_network` for one:
 The project's loads of weights then read CPU tensors, whatever machine trained them, and
 its releases were written the same way. The convention holds where some `torch.save` of the
 project saves weights moved to the CPU (the loop above, a comprehension `{k: v.cpu() for k, v
-in sd.items()}`, `model.cpu().state_dict()`, or a helper named for it: `weights_to_cpu(...)`,
-`move_to_cpu(...)`) and none saves a `.state_dict()` as it is (`torch.save(model.state_dict(),
-path)`, `{"model": model.state_dict()}`): one direct save of weights may write a GPU's.
+in sd.items()}`, `model.cpu().state_dict()`, or a helper named for it around the whole value:
+`weights_to_cpu(...)`, `move_to_cpu(...)`) and none saves a `.state_dict()` as it is
+(`torch.save(model.state_dict(), path)`, `{"model": model.state_dict()}`, a name the function
+fills with one, a module it moved): one direct save of weights may write a GPU's. A file with
+no device word (a conversion script) is taken to save on the CPU; a saving file that does not
+parse voids the convention. `torch.save` is read through the file's imports (`T.save`, `save`).
 
-The files read are those whose text calls `save`, recorded with the cached result (see
+The project also records the file names its functions save into a folder their caller gives
+(`path + "/" + "checkpoint.pth"`), with the names a call reaches them through, for DEV008's
+"written earlier in this run".
+
+The files read are those whose text mentions `save`, recorded with the cached result (see
 `callers`): a new saver, or a changed one, re-lints the loading file.
 """
 
