@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Optional
 
 from devlint.analysis.project import (
+    ByStamp,
     ProjectView,
     bytes_digest,
     package_root,
@@ -54,8 +55,6 @@ _SUFFIXES = (".py", ".ipynb")
 
 @dataclass(frozen=True)
 class _FileText:
-    mtime_ns: int
-    size: int
     digest: str
     mentioned: frozenset[str]
 
@@ -67,7 +66,6 @@ class _Listing:
     index: Optional[dict[str, list[str]]] = None  # name -> the files mentioning it
 
 
-_TEXTS: dict[str, _FileText] = {}
 _TREES: dict[str, tuple[str, Optional[ast.Module]]] = {}  # path -> (digest, tree)
 _LISTINGS: dict[str, _Listing] = {}
 _LISTING_LIFETIME_S = 10.0
@@ -123,22 +121,12 @@ def _index(root: Path) -> Optional[dict[str, list[str]]]:
     return listed.index
 
 
-def _text(path: str) -> Optional[_FileText]:
-    try:
-        stat = os.stat(path)
-    except OSError:
-        return None
-    known = _TEXTS.get(path)
-    if known is not None and (known.mtime_ns, known.size) == (stat.st_mtime_ns, stat.st_size):
-        return known
-    try:
-        data = Path(path).read_bytes()
-    except OSError:
-        return None
+def _read_text(path: str, data: bytes) -> _FileText:
     mentioned = frozenset(sys.intern(match.decode()) for match in _NAMES.findall(data))
-    text = _FileText(stat.st_mtime_ns, stat.st_size, bytes_digest(data), mentioned)
-    _TEXTS[path] = text
-    return text
+    return _FileText(bytes_digest(data), mentioned)
+
+
+_text = ByStamp(_read_text)
 
 
 def parsed(path: str, text: _FileText) -> Optional[ast.Module]:
@@ -164,6 +152,14 @@ def files_mentioning(root: Path, linted: str, name: str) -> Iterator[tuple[str, 
         text = _text(path)
         if path != own and text is not None:
             yield path, text
+
+
+def depend_on_mentions(linted: str, root: Path, name: str) -> str:
+    """Record the files of ``root`` mentioning ``name`` as a dependency of ``linted``'s result,
+    and return their digest."""
+    digest = callers_digest(str(root), name)
+    record_callers(linted, str(root), name, digest)
+    return digest
 
 
 def callers_digest(root: str, name: str) -> str:
@@ -221,7 +217,7 @@ def called_elsewhere(linted: str, name: str) -> bool:
     root = project_folder(linted)
     if _index(root) is None:
         return True  # (a tree too large to read may hold any caller)
-    record_callers(linted, str(root), name, callers_digest(str(root), name))
+    depend_on_mentions(linted, root, name)
     for path, text in files_mentioning(root, linted, name):
         tree = parsed(path, text)
         if tree is None or not _only_its_own(tree, name):
@@ -257,7 +253,7 @@ def cpu_parameters(linted: str, function: ast.FunctionDef | ast.AsyncFunctionDef
     name = function.name
     if _index(root) is None:
         return frozenset()
-    record_callers(linted, str(root), name, callers_digest(str(root), name))
+    depend_on_mentions(linted, root, name)
     positional = [argument.arg for argument in (*function.args.posonlyargs, *function.args.args)]
     agreed: Optional[set[str]] = None
     for path, text in files_mentioning(root, linted, name):

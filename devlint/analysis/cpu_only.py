@@ -28,6 +28,7 @@ from typing import Optional
 
 from devlint.analysis.project import (
     CODE_SUFFIXES,
+    ByStamp,
     bytes_digest,
     listing_digest,
     record_dependency,
@@ -100,26 +101,13 @@ def facts_of_source(source: str) -> Optional[CodeFacts]:
     return CodeFacts(bool(DEVICE_WORDS.search(source)), frozenset(imports), frozenset(saves), loads)
 
 
-_MEMO: dict[Path, tuple[int, int, str, Optional[CodeFacts]]] = {}
+def _digest_and_facts(path: str, data: bytes) -> tuple[str, Optional[CodeFacts]]:
+    return bytes_digest(data), _read_facts(Path(path), data)
 
 
-def _facts_of_file(path: Path) -> tuple[str, Optional[CodeFacts]]:
-    """The digest of a file's bytes and its facts, memoised by its stamp (several loads,
-    several linted files): one read serves both."""
-    try:
-        stat = path.stat()
-    except OSError:
-        return "-", None
-    known = _MEMO.get(path)
-    if known is not None and known[:2] == (stat.st_mtime_ns, stat.st_size):
-        return known[2], known[3]
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return "-", None
-    digest, facts = bytes_digest(data), _read_facts(path, data)
-    _MEMO[path] = (stat.st_mtime_ns, stat.st_size, digest, facts)
-    return digest, facts
+# The digest of a file's bytes and its facts (several loads, several linted files): one read
+# serves both.
+_facts_of_file = ByStamp(_digest_and_facts)
 
 
 def _read_facts(path: Path, data: bytes) -> Optional[CodeFacts]:
@@ -164,7 +152,7 @@ class _Folder:
 
     def facts(self, path: Path) -> Optional[CodeFacts]:
         if path not in self._facts:
-            digest, self._facts[path] = _facts_of_file(path)
+            digest, self._facts[path] = _facts_of_file(str(path)) or ("-", None)
             record_dependency(self.linted, str(path), "content", digest)
         return self._facts[path]
 

@@ -21,7 +21,7 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Generic, Optional, TypeVar
 
 from devlint.analysis.summaries import Summary, imported_names, summarise, summary_digest
 from devlint.analysis.syntax import dotted_name
@@ -44,6 +44,7 @@ class Stamped:
     summary: Optional[Summary]  # None: unreadable or unparsable
 
 
+T = TypeVar("T")
 _MEMO: dict[str, Stamped] = {}
 # Dependencies recorded per linted path: consulted file -> [mtime_ns, size, summary digest].
 _DEPENDENCIES: dict[str, dict[str, list[object]]] = {}
@@ -89,8 +90,33 @@ def record_dependency(linted: str, consulted: str, kind: str, digest: str) -> No
 _CALLERS = "callers:"
 
 
+class ByStamp(Generic[T]):
+    """What ``compute`` makes of a file's bytes, memoised by the file's stamp (modification
+    time and size): read again only once the file changed. None where it cannot be read."""
+
+    def __init__(self, compute: Callable[[str, bytes], T]) -> None:
+        self._compute = compute
+        self._known: dict[str, tuple[int, int, T]] = {}
+
+    def __call__(self, path: str) -> Optional[T]:
+        try:
+            stat = os.stat(path)
+        except OSError:
+            return None
+        known = self._known.get(path)
+        if known is not None and known[:2] == (stat.st_mtime_ns, stat.st_size):
+            return known[2]
+        try:
+            data = Path(path).read_bytes()
+        except OSError:
+            return None
+        value = self._compute(path, data)
+        self._known[path] = (stat.st_mtime_ns, stat.st_size, value)
+        return value
+
+
 def record_callers(linted: str, root: str, name: str, digest: str) -> None:
-    """A dependency on the files of the project at ``root`` that call ``name`` (see
+    """A dependency on the files of the project at ``root`` that mention ``name`` (see
     `callers`), by ``digest``: a new caller, or a changed one, re-lints ``linted``."""
     _DEPENDENCIES.setdefault(linted, {})[f"{root}#{name}"] = [0, 0, digest, _CALLERS + name]
 

@@ -36,14 +36,13 @@ from pathlib import Path
 from typing import Optional
 
 from devlint.analysis.callers import (
-    callers_digest,
+    depend_on_mentions,
     files_mentioning,
     moved_to_cpu,
     parsed,
     project_folder,
 )
 from devlint.analysis.cpu_only import DEVICE_WORDS
-from devlint.analysis.project import record_callers
 from devlint.analysis.syntax import dotted_name, keyword_value, nodes_below, string_value
 
 
@@ -74,8 +73,7 @@ _MEMO: dict[str, tuple[str, SaveConvention]] = {}  # root -> (digest, convention
 def save_convention(linted: str) -> SaveConvention:
     """How the project of ``linted`` saves weights."""
     root = project_folder(linted)
-    digest = callers_digest(str(root), "save")
-    record_callers(linted, str(root), "save", digest)
+    digest = depend_on_mentions(linted, root, "save")
     known = _MEMO.get(str(root))
     if known is None or known[0] != digest:
         known = _MEMO[str(root)] = (digest, _convention(root))
