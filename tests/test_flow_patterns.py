@@ -271,7 +271,7 @@ table = torch.randn(4, 16)
 ids = model(x.to(device)).argmax(-1)
 rows = table[ids]
 """,
-        [("DEV006", 4, 8)],
+        [("DEV006", 2, 9)],
     ),
     "CPU accumulator of a module's parameters": (
         """\

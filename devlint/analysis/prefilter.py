@@ -144,6 +144,8 @@ class _SelfFactoryAssignment:
 
 
 SELF_FACTORY_ASSIGNMENT = _SelfFactoryAssignment()
+# A value coerced into a tensor where it is none (see `coercion`).
+TENSOR_COERCION = AnyOf(("is_tensor(",), (re.compile(r"isinstance\(\s*\w+\s*,[^()]*Tensor\b"),))
 
 
 class _TorchLoad:

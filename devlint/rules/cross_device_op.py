@@ -26,8 +26,9 @@ class CrossDeviceOp(FlowRule):
     labels_cpu`. A collective of ignite or accelerate (`idist.all_reduce(t)`,
     `accelerate.utils.gather(t)`) returns its tensor where it was, and
     `split_between_processes(data)` shares `data` where it is. A CPU operand that
-    a torch factory made (`total = torch.zeros(3)`) is reported at the factory,
-    where `device=` goes, once, citing the first operation it meets. In a loop,
+    a torch factory made (`total = torch.zeros(3)`, or a table indexed with
+    indices on a device) is reported at the factory, where `device=` goes, once,
+    citing the first operation it meets. In a loop,
     a sum kept on a device but reset on the CPU in a branch (`total =
     torch.zeros(1)` after logging it) is reported at the reset: the next
     iteration adds to a CPU tensor.
@@ -219,9 +220,17 @@ class CrossDeviceOp(FlowRule):
             3,
             8,
         ),
-        # a CPU table indexed with indices on a device
+        # a CPU table indexed with indices on a device: reported where `device=` goes
         Invalid(
             "import torch\nids = torch.randn(4, 8).cuda().argmax(-1)\ntable = torch.randn(8, 3)\n"
+            "rows = table[ids]",
+            3,
+            9,
+            "`torch.randn(8, 3)` creates a tensor on the CPU that line 4 indexes with `ids`",
+        ),
+        # or where it is indexed, if no factory made it
+        Invalid(
+            "import torch\nids = torch.randn(4, 8).cuda().argmax(-1)\ntable = ids.float().cpu()\n"
             "rows = table[ids]",
             4,
             8,
@@ -377,6 +386,11 @@ class CrossDeviceOp(FlowRule):
             value = flow.value_of(index)
             proven = value.kind is Kind.TENSOR and not value.unproven
             if proven and value.is_on_device() and not value.scalar:
+                factory = cpu_factory(table, node.value)
+                if factory is not None:
+                    found = Mismatch(index, value, node.value, table)
+                    self._report_factory(factory, found, node, "indexes with")
+                    return
                 citations = Citations()
                 cpu_evidence = citations.of(table.placement)
                 device_evidence = citations.of(value.placement)
@@ -408,7 +422,9 @@ class CrossDeviceOp(FlowRule):
             citations.cited(),
         )
 
-    def _report_factory(self, factory: ast.Call, found: Mismatch, node: ast.AST) -> None:
+    def _report_factory(
+        self, factory: ast.Call, found: Mismatch, node: ast.AST, meets: str = "mixes with"
+    ) -> None:
         """Where `device=` goes, once for all the operations the tensor meets."""
         if self.analysis.expects_failure():  # (inside `pytest.raises` it is meant)
             return
@@ -426,7 +442,7 @@ class CrossDeviceOp(FlowRule):
         device_operand = self.analysis.source_of(found.device_node)
         message = (
             f"mixes devices: `{self.analysis.source_of(factory)}` creates a tensor on the CPU "
-            f"that line {operation_line}{when} mixes with `{device_operand}` on "
+            f"that line {operation_line}{when} {meets} `{device_operand}` on "
             f"`{found.device_value.placement.device}` ({device_evidence}): create it there "
             "with `device=`"
         )

@@ -6,10 +6,16 @@ from typing import Optional, Union
 
 from devlint.analysis.cached_tensors import CachedTensor, cached_tensors
 from devlint.analysis.calls import converts_dtype
+from devlint.analysis.coercion import ALONE, coerced_returns, tensor_from
 from devlint.analysis.contexts import defaults_of
 from devlint.analysis.names import ImportMap
 from devlint.analysis.parameters import TENSOR_TYPES
-from devlint.analysis.prefilter import FORWARD_METHOD, SELF_FACTORY_ASSIGNMENT, AnyOf
+from devlint.analysis.prefilter import (
+    FORWARD_METHOD,
+    SELF_FACTORY_ASSIGNMENT,
+    TENSOR_COERCION,
+    AnyOf,
+)
 from devlint.analysis.syntax import (
     argument,
     call_arguments,
@@ -25,10 +31,11 @@ from devlint.analysis.torch_api import (
     FACTORIES,
     PLACEMENT_KEEPING_METHODS,
     SCALAR_CAPABLE_FACTORIES,
+    refuses_cpu_scalars,
 )
 from devlint.rules.base import FlowRule, Invalid
 
-# Methods that show the class moves its own tensors, or reads of an attribute that adapt it.
+# Methods through which a class may move its own tensors, or reads of an attribute that adapt it.
 _SELF_MOVING_METHODS = frozenset({"to", "cuda", "_apply"})
 _ADAPTING_METHODS = frozenset({"to", "cuda", "type_as", "cpu"})
 # What a tensor tells of itself wherever it lives: reading these is no use of its values.
@@ -38,6 +45,8 @@ _DEVICE_FREE_READS = frozenset(
 # Wrappers that hold the tensor they are given where it is.
 _WRAPPERS = frozenset({"Parameter", "Variable"})
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+# Builtins that reach an object's attributes by name.
+_REFLECTION = frozenset({"vars", "getattr", "setattr"})
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 
 
@@ -50,6 +59,15 @@ class TensorAttributeNotBuffer(FlowRule):
     only item by item, with an integer or a loop counter, in arithmetic with a
     call's result (`self.weights[i] * criterion(out, y)`): each item is a 0-dim
     tensor, which PyTorch mixes with tensors on any device.
+
+    A tensor that may be 0-dim (`torch.tensor(low)` of a number, or a value the
+    class coerces, `if not isinstance(low, torch.Tensor): low = torch.tensor(low)`,
+    itself or through a helper) mixes with tensors on any device, as a number, in
+    most operations: it is flagged where it is an operand that a GPU refuses as a
+    0-dim CPU tensor (a bound of `clamp`, the mask of `masked_fill`). A class with
+    no `forward` of its own runs the one it inherits from a class of the file
+    (which calls the subclass's methods); a `to()` that never names the attribute
+    does not move it.
 
     Also flags a cache: an attribute `__init__` sets to `None` that `forward`
     (or a method it runs) fills, under a condition that never asks where the
@@ -92,10 +110,36 @@ class TensorAttributeNotBuffer(FlowRule):
     name = "tensor-attribute-not-buffer"
     summary = "plain tensor attribute of an nn.Module used in forward"
     trigger_tokens = ("forward",)
-    # a factory stored on `self`, or a cache that starts as `self.x = None`
-    required_patterns = (FORWARD_METHOD, AnyOf(("= None",), (SELF_FACTORY_ASSIGNMENT,)))
+    # a factory stored on `self`, a value coerced into a tensor, or a cache that starts as
+    # `self.x = None`
+    required_patterns = (
+        FORWARD_METHOD,
+        AnyOf(("= None",), (SELF_FACTORY_ASSIGNMENT, TENSOR_COERCION)),
+    )
 
     VALID = (
+        # a number kept as a 0-dim tensor mixes with any device in arithmetic
+        "import torch\nfrom torch import nn\nclass Scale(nn.Module):\n"
+        "    def __init__(self, scale):\n        super().__init__()\n"
+        "        if not torch.is_tensor(scale):\n            scale = torch.tensor(scale)\n"
+        "        self.scale = scale\n"
+        "    def forward(self, x):\n        return x * self.scale",
+        # the base's `to` moves the bound
+        "import torch\nfrom torch import nn\nclass Base(nn.Module):\n"
+        "    def to(self, *args):\n        self._moved(*args)\n        return super().to(*args)\n"
+        "    def _moved(self, *args):\n        self.low = self.low.to(*args)\n"
+        "    def forward(self, x):\n        return self.apply_to(x)\n"
+        "class Clip(Base):\n    def __init__(self, low):\n        super().__init__()\n"
+        "        self.low = torch.tensor(low)\n"
+        "    def apply_to(self, x):\n        return x.clamp(min=self.low)",
+        # the helper may hand back what it was given, a list
+        "import torch\nfrom torch import nn\nclass Clip(nn.Module):\n"
+        "    def __init__(self, low):\n        super().__init__()\n"
+        "        def check(v):\n            if isinstance(v, list):\n                return v\n"
+        "            if not isinstance(v, torch.Tensor):\n                v = torch.tensor(v)\n"
+        "            return v\n"
+        "        self.low = check(low)\n"
+        "    def forward(self, x):\n        return x.clamp(min=self.low)",
         # moved by `__init__` itself
         "import torch\nfrom torch import nn\nclass Agent(nn.Module):\n"
         "    def __init__(self, use_cuda):\n        super().__init__()\n"
@@ -225,6 +269,47 @@ class TensorAttributeNotBuffer(FlowRule):
         "        return loss",
     )
     INVALID = (
+        # coerced from a number: a clamp bound takes no 0-dim CPU tensor beside a GPU input
+        Invalid(
+            "import torch\nfrom torch import nn\nclass Clip(nn.Module):\n"
+            "    def __init__(self, low):\n        super().__init__()\n"
+            "        if not isinstance(low, torch.Tensor):\n            low = torch.tensor(low)\n"
+            "        self.low = low\n"
+            "    def forward(self, x):\n        return x.clamp(min=self.low)",
+            8,
+            9,
+            "where a 0-dim CPU tensor cannot meet a GPU's (line 10)",
+        ),
+        Invalid(
+            "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
+            "    def __init__(self, eps):\n        super().__init__()\n"
+            "        self.eps = torch.tensor(eps)\n"
+            "    def forward(self, x):\n        return torch.clamp(x, self.eps)",
+            6,
+            9,
+        ),
+        # `forward` inherited from a base of the file, which calls the subclass's method; a
+        # helper coercing the bound; a `to` that clears something else
+        Invalid(
+            "import torch\nfrom torch import nn\nclass Transform(nn.Module):\n"
+            "    def forward(self, x):\n        return self._apply_transform(x)\n"
+            "    def to(self, *args):\n        self.__dict__['_parent'] = None\n"
+            "        return super().to(*args)\n"
+            "class Clip(Transform):\n    def __init__(self, low=None):\n"
+            "        super().__init__()\n"
+            "        def check_val(val):\n            if val is None:\n"
+            "                return None, 1.0\n"
+            "            if not isinstance(val, torch.Tensor):\n"
+            "                val = torch.tensor(val)\n"
+            "            if not val.dtype.is_floating_point:\n                val = val.float()\n"
+            "            return val, torch.finfo(val.dtype).eps\n"
+            "        low, low_eps = check_val(low)\n        self.low = low\n"
+            "    def _apply_transform(self, obs):\n        if self.low is None:\n"
+            "            return obs\n        return obs.clamp(self.low)",
+            21,
+            9,
+            "(line 25)",
+        ),
         # a cache filled on the inputs' device, refreshed when the batch size changes
         Invalid(
             "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
@@ -378,13 +463,14 @@ class TensorAttributeNotBuffer(FlowRule):
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         if not self.analysis.flow.is_module_class(node.name):
             return
-        methods = {
+        own = {
             statement.name: statement
             for statement in node.body
             if isinstance(statement, _FUNCTIONS)
         }
-        init, forward = methods.get("__init__"), methods.get("forward")
-        if init is None or forward is None or _SELF_MOVING_METHODS & methods.keys():
+        methods = self._with_inherited(node, own)
+        init, forward = own.get("__init__"), methods.get("forward")
+        if init is None or forward is None:
             return
         if not _reads_its_inputs(forward):
             return  # nothing on the module's device reaches the tensor: moving it is harmless
@@ -396,18 +482,29 @@ class TensorAttributeNotBuffer(FlowRule):
         }
         moved_in_init = _moved_attributes(init)
         run_by_forward = _methods_run_by(forward, methods)
-        for assignment, attribute in self._plain_tensor_attributes(init):
+        moving = [
+            method
+            for name in _SELF_MOVING_METHODS & methods.keys()
+            for method in _methods_run_by(methods[name], methods)
+        ]
+        for assignment, attribute, maybe_0_dim in self._plain_tensor_attributes(init):
             if attribute in reassigned or attribute in moved_in_init:
                 continue
-            items_are_numbers = self._vector_of_numbers(assignment.value, init)
-            use = _first_plain_use(
-                run_by_forward, attribute, self.analysis.names, items_are_numbers
-            )
+            if any(_may_move(method, attribute) for method in moving):
+                continue
+            if maybe_0_dim:
+                use = _first_refused_use(run_by_forward, attribute, self.analysis.names)
+            else:
+                items_are_numbers = self._vector_of_numbers(assignment.value, init)
+                use = _first_plain_use(
+                    run_by_forward, attribute, self.analysis.names, items_are_numbers
+                )
             if use is not None:
+                where = " where a 0-dim CPU tensor cannot meet a GPU's" if maybe_0_dim else ""
                 self.report(
                     assignment,
                     f"`self.{attribute}` is a plain tensor: `model.to(device)` does not move it, "
-                    f"yet `forward` uses it (line {{line0}}); register it with "
+                    f"yet `forward` uses it{where} (line {{line0}}); register it with "
                     f'`self.register_buffer("{attribute}", ...)` or wrap it in `nn.Parameter`',
                     (use,),
                 )
@@ -425,22 +522,91 @@ class TensorAttributeNotBuffer(FlowRule):
             (cached.stored, cached.read),
         )
 
-    def _plain_tensor_attributes(self, init: FunctionNode) -> list[tuple[ast.Assign, str]]:
+    def _with_inherited(
+        self, node: ast.ClassDef, own: Mapping[str, FunctionNode]
+    ) -> dict[str, FunctionNode]:
+        """``own`` methods and those the class inherits from classes of this file, through
+        single inheritance, where the method resolution order is the chain of bases (a
+        transform inheriting its base's `forward`, which calls the transform's own methods)."""
+        methods = dict(own)
+        bases, seen = node.bases, {node.name}
+        while len(bases) == 1:
+            base = dotted_name(bases[0]) or ""
+            facts = self.analysis.flow.classes.get(base)
+            if facts is None or base in seen:
+                break
+            seen.add(base)
+            for name, method in facts.methods.items():
+                methods.setdefault(name, method)
+            bases = facts.node.bases
+        return methods
+
+    def _plain_tensor_attributes(self, init: FunctionNode) -> list[tuple[ast.Assign, str, bool]]:
         """`self.name = <a CPU tensor>` in ``init``, where no later statement of ``init``
-        assigns `self.name` again (`self.w = nn.Parameter(self.w)` registers it)."""
-        found: list[tuple[ast.Assign, str]] = []
+        assigns `self.name` again (`self.w = nn.Parameter(self.w)` registers it), and whether
+        the tensor may be 0-dim (`torch.tensor(low)`, a coerced parameter), which PyTorch
+        mixes with tensors on any device in most operations."""
+        found: list[tuple[ast.Assign, str, bool]] = []
         local = _single_local_assignments(init)
         reassigned: set[str] = set()
-        for statement in reversed(init.body):
+        for index in range(len(init.body) - 1, -1, -1):
+            statement = init.body[index]
             if not isinstance(statement, ast.Assign) or len(statement.targets) != 1:
                 continue
             name = self_attribute(statement.targets[0])
             if name is None:
                 continue
-            if name not in reassigned and self._is_plain_tensor(statement.value, local):
-                found.append((statement, name))
+            if name not in reassigned:
+                if self._is_plain_tensor(statement.value, local):
+                    found.append((statement, name, False))
+                elif self._maybe_0_dim_tensor(statement.value, init, index):
+                    found.append((statement, name, True))
             reassigned.add(name)
         return found[::-1]
+
+    def _maybe_0_dim_tensor(self, value: ast.expr, init: FunctionNode, index: int) -> bool:
+        """A CPU tensor that may be 0-dim: a data constructor given no list and no device
+        (`torch.tensor(low)`), or a name ``init`` coerces into one before ``index``, itself or
+        through a function returning it (`low, eps = check_val(low)`; see `coercion`)."""
+        names = self.analysis.names
+        if isinstance(value, ast.Call):
+            helper = self._helper_called(value, init)
+            if helper is not None:
+                return ALONE in coerced_returns(helper, names)
+            return (
+                names.qualified_syntax_name(value.func) in SCALAR_CAPABLE_FACTORIES
+                and bool(value.args)
+                and keyword_value(value, "device") is None
+                and all(keyword.arg is not None for keyword in value.keywords)
+            )
+        if not isinstance(value, ast.Name):
+            return False
+        if tensor_from(init.body, value.id, index, names):
+            return True
+        for earlier in range(index - 1, -1, -1):
+            statement = init.body[earlier]
+            position = _unpacked_position(statement, value.id)
+            if position is not None:
+                assert isinstance(statement, ast.Assign)
+                helper = self._helper_called(statement.value, init)
+                return helper is not None and position in coerced_returns(helper, names)
+            if any(
+                isinstance(node, ast.Name) and node.id == value.id
+                for node in nodes_below(statement)
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
+            ):
+                return False
+        return False
+
+    def _helper_called(self, call: ast.expr, init: FunctionNode) -> Optional[FunctionNode]:
+        """The function ``call`` calls (`check_val(low)`): one defined in ``init`` or at the
+        top level of the file."""
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
+            return None
+        for candidate in init.body:
+            if isinstance(candidate, _FUNCTIONS) and candidate.name == call.func.id:
+                return candidate
+        return self.analysis.flow.functions.get(call.func.id)
 
     def _is_plain_tensor(self, value: ast.expr, local: Mapping[str, ast.expr]) -> bool:
         """A tensor made on the CPU: a factory without `device=`, or what a placement-keeping
@@ -517,6 +683,76 @@ class TensorAttributeNotBuffer(FlowRule):
             and dotted_name(generator.iter.func) == "range"
         }
         return _a_number(written.elt, numbers | counters)
+
+
+def _may_move(method: FunctionNode, attribute: str) -> bool:
+    """Whether ``method`` (a `to`, `cuda` or `_apply` of the class, or a method one of them
+    calls) may move `self.<attribute>`: it names it, or reaches the module's attributes
+    without naming them (`vars(self)`, `self.__dict__.items()`, `getattr(self, name)`);
+    `self.__dict__["_parent"] = None` names another."""
+    nodes = list(nodes_below(method))
+    named_keys = {
+        id(node.value)
+        for node in nodes
+        if isinstance(node, ast.Subscript)
+        and isinstance(node.slice, ast.Constant)
+        and node.slice.value != attribute
+    }
+    for node in nodes:
+        if isinstance(node, ast.Attribute) and dotted_name(node.value) == "self":
+            if node.attr == attribute or (node.attr == "__dict__" and id(node) not in named_keys):
+                return True
+        elif isinstance(node, ast.Call) and dotted_name(node.func) in _REFLECTION:
+            return True
+    return False
+
+
+def _unpacked_position(statement: ast.stmt, name: str) -> Optional[int]:
+    """Where an assignment binds ``name`` from a call's result: `ALONE` for `name = f()`, the
+    place in the tuple for `a, name = f()`."""
+    if not (
+        isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and isinstance(statement.value, ast.Call)
+    ):
+        return None
+    target = statement.targets[0]
+    if isinstance(target, ast.Name):
+        return ALONE if target.id == name else None
+    if isinstance(target, ast.Tuple):
+        for position, element in enumerate(target.elts):
+            if isinstance(element, ast.Name) and element.id == name:
+                return position
+    return None
+
+
+def _first_refused_use(
+    run_by_forward: Sequence[FunctionNode], attribute: str, names: ImportMap
+) -> Optional[ast.expr]:
+    """The first `self.<attribute>` in ``run_by_forward`` that is an operand a 0-dim CPU tensor
+    cannot be beside a tensor on a GPU (a bound of `clamp`, the mask of `masked_fill`; see
+    `refuses_cpu_scalars`), where another operand is no attribute of the module (the input,
+    a local computed from it)."""
+    written = f"self.{attribute}"
+    for function in run_by_forward:
+        uses: list[ast.expr] = []
+        for node in nodes_below(function):
+            if not isinstance(node, ast.Call):
+                continue
+            qualified = names.qualified_syntax_name(node.func)
+            operands = refuses_cpu_scalars(node, qualified)
+            ours = [operand for operand in operands if dotted_name(operand) == written]
+            others = [
+                operand
+                for operand in operands
+                if not isinstance(operand, ast.Constant)
+                and not (dotted_name(operand) or "").startswith("self.")
+            ]
+            if others:
+                uses.extend(ours)
+        if uses:
+            return min(uses, key=lambda use: (use.lineno, use.col_offset))
+    return None
 
 
 def _moved_attributes(init: FunctionNode) -> set[str]:

@@ -1,0 +1,160 @@
+"""Names code coerces into tensors: `if not isinstance(v, torch.Tensor): v = torch.tensor(v)`.
+
+After the idiom `v` is a tensor on every path: the one its caller gave, or one made on the CPU
+from a number or a list (so 0-dim, perhaps). Later statements may convert it where it is
+(`if not v.dtype.is_floating_point: v = v.float()`), and nothing else may rebind it. A function
+that returns such a name (`return v, eps, ext`, beside `return None, None, ext`) returns a tensor
+at that position wherever it returns anything there but None:
+
+    def check_val(val):
+        if val is None:
+            return None, None, 1.0
+        if not isinstance(val, torch.Tensor):
+            val = torch.tensor(val)
+        return val, torch.finfo(val.dtype).eps, 1.0
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+from typing import Optional
+
+from devlint.analysis.names import ImportMap
+from devlint.analysis.narrowing import type_test
+from devlint.analysis.syntax import keyword_value, own_nodes, parameters_of
+from devlint.analysis.torch_api import PLACEMENT_KEEPING_METHODS, SCALAR_CAPABLE_FACTORIES
+from devlint.analysis.units import FunctionNode
+
+_CONSTRUCTORS = SCALAR_CAPABLE_FACTORIES | {"torch.Tensor", "torch.FloatTensor"}
+
+
+def coerced_name(statement: ast.stmt, names: ImportMap) -> Optional[str]:
+    """The name an `if` coerces into a CPU tensor where it is no tensor: the test proves it is
+    none in the body (`not isinstance(v, torch.Tensor)`, `not torch.is_tensor(v)`), which ends
+    by rebinding it to a data constructor of torch given no `device=`, and there is no `else`."""
+    if not isinstance(statement, ast.If) or statement.orelse:
+        return None
+    tested = type_test(statement.test)
+    if tested is None or tested.tensor_if_true or not tested.tensor_if_false:
+        return None
+    last = statement.body[-1]
+    if not (
+        isinstance(last, ast.Assign)
+        and len(last.targets) == 1
+        and isinstance(last.targets[0], ast.Name)
+        and last.targets[0].id == tested.name
+        and isinstance(last.value, ast.Call)
+        and keyword_value(last.value, "device") is None
+        and all(keyword.arg is not None for keyword in last.value.keywords)
+        and names.qualified_syntax_name(last.value.func) in _CONSTRUCTORS
+    ):
+        return None
+    return tested.name
+
+
+def tensor_from(body: Sequence[ast.stmt], name: str, end: int, names: ImportMap) -> bool:
+    """Whether ``name`` is a coerced tensor before ``body[end]``: a statement before it coerces
+    the name, and those between only convert it where it is (`v = v.float()`)."""
+    for index in range(end - 1, -1, -1):
+        statement = body[index]
+        if coerced_name(statement, names) == name:
+            return True
+        if not _keeps_placement(statement, name):
+            return False
+    return False
+
+
+def _keeps_placement(statement: ast.stmt, name: str) -> bool:
+    """Whether ``statement`` binds ``name`` only to a placement-keeping method of itself."""
+    for node in ast.walk(statement):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return False  # a nested scope may say `nonlocal`; nothing to gain reading it
+        if (
+            isinstance(node, ast.Name)
+            and node.id == name
+            and isinstance(node.ctx, ast.Store)
+            and not _converted_in_place(statement, node)
+        ):
+            return False
+    return True
+
+
+def _converted_in_place(statement: ast.stmt, target: ast.Name) -> bool:
+    for node in ast.walk(statement):
+        if isinstance(node, ast.Assign) and node.targets == [target]:
+            value = node.value
+            return (
+                isinstance(value, ast.Call)
+                and isinstance(value.func, ast.Attribute)
+                and value.func.attr in PLACEMENT_KEEPING_METHODS
+                and isinstance(value.func.value, ast.Name)
+                and value.func.value.id == target.id
+            )
+    return False
+
+
+# The position of a value returned alone (`return val`), not in a tuple.
+ALONE = -1
+
+
+def coerced_returns(function: FunctionNode, names: ImportMap) -> frozenset[int]:
+    """The positions of the tuple ``function`` returns (`ALONE` for a value returned alone)
+    that hold a coerced tensor of one of its parameters on every return but those giving None
+    there. Every `return` must be a statement of the function's top level, or of the body of an
+    `if` there (`if val is None: return None, None, ext`)."""
+    parameters = {parameter.arg for parameter in parameters_of(function)}
+    returns = [node for node in own_nodes(function) if isinstance(node, ast.Return)]
+    placed = _top_level_index(function.body)
+    found: Optional[set[int]] = None
+    for returned in returns:
+        index = placed.get(id(returned))
+        if index is None:
+            return frozenset()
+        values = _returned_values(returned)
+        if values is None:
+            continue  # `return None`: nothing at any position
+        here = {
+            position
+            for position, value in values.items()
+            if (isinstance(value, ast.Constant) and value.value is None)
+            or (
+                isinstance(value, ast.Name)
+                and value.id in parameters
+                and tensor_from(function.body, value.id, index, names)
+            )
+        }
+        found = here if found is None else found & here
+    # A position that is None on every path holds no tensor.
+    return frozenset(
+        position
+        for position in found or ()
+        if any(
+            isinstance((_returned_values(returned) or {}).get(position), ast.Name)
+            for returned in returns
+        )
+    )
+
+
+def _returned_values(returned: ast.Return) -> Optional[dict[int, ast.expr]]:
+    """What a `return` gives at each position; None for `return` and `return None`."""
+    value = returned.value
+    if value is None or (isinstance(value, ast.Constant) and value.value is None):
+        return None
+    if isinstance(value, ast.Tuple):
+        return dict(enumerate(value.elts))
+    return {ALONE: value}
+
+
+def _top_level_index(body: Sequence[ast.stmt]) -> dict[int, int]:
+    """For a `return` of the top level, or alone in the body of a top-level `if` without
+    `else`, the index of that top-level statement."""
+    placed: dict[int, int] = {}
+    for index, statement in enumerate(body):
+        if isinstance(statement, ast.Return):
+            placed[id(statement)] = index
+        elif isinstance(statement, ast.If) and not statement.orelse:
+            for inner in statement.body:
+                if isinstance(inner, ast.Return):
+                    placed[id(inner)] = index
+    return placed
