@@ -49,12 +49,15 @@ _ESCAPE = re.compile(r"^[ \t]*(?:%|!(?!=)|\?)")
 _HELP = re.compile(r"\?\??[ \t]*$")
 _SHELL_ASSIGNMENT = re.compile(r"^[ \t]*[\w.]+(?:[ \t]*,[ \t]*[\w.]+)*[ \t]*=[ \t]*[!%]")
 # IPython's automagic commands most often typed without their `%` in notebooks.
-_AUTOMAGIC = re.compile(
+_AUTOMAGIC_WORD = (
     r"^[ \t]*(?:pip|conda|mamba|cd|ls|pwd|env|mkdir|rm|cp|mv|cat|load_ext|reload_ext|"
     r"matplotlib|time|timeit|who|whos|reset|run|pylab|config|autoreload|alias|unalias|"
-    r"bookmark|dhist|pushd|popd|rehashx|pinfo|pinfo2|psearch|pdef|pdoc|psource|pfile)"
-    r"[ \t]+(?![=(\[.,:+\-*/%&|^<>!]|$)"
+    r"bookmark|dhist|pushd|popd|rehashx|pinfo|pinfo2|psearch|pdef|pdoc|psource|pfile)[ \t]+"
 )
+_AUTOMAGIC = re.compile(_AUTOMAGIC_WORD + r"(?![=(\[.,:+\-*/%&|^<>!]|$)")
+# The same word before an operator (`ls /content/checkpoints/`, `rm -rf ~/x`): a command where
+# the line is no Python of its own.
+_AUTOMAGIC_BEFORE_OPERATOR = re.compile(_AUTOMAGIC_WORD + r"[/\-~.]")
 _INDENT = re.compile(r"[ \t]*")
 _LEADING_INDENT = re.compile(r"[ \t]+")
 # IPython's prompt strippers (classic_prompt, ipython_prompt): each line's prompt, and the prompt
@@ -363,8 +366,19 @@ def _is_ipython(body: str) -> bool:
         _ESCAPE.match(body)
         or _SHELL_ASSIGNMENT.match(body)
         or _AUTOMAGIC.match(body)
+        or (_AUTOMAGIC_BEFORE_OPERATOR.match(body) and not _compiles(stripped))
         or (_HELP.search(body) and "#" not in body)
     )
+
+
+def _compiles(line: str) -> bool:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (`SyntaxWarning`s of the line are not ours to show)
+        try:
+            compile(line, "<cell line>", "exec", dont_inherit=True)
+        except (SyntaxError, ValueError):
+            return False
+    return True
 
 
 def _ending(line: str) -> str:

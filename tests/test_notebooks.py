@@ -116,6 +116,8 @@ def test_magics_shell_escapes_and_help_are_not_syntax_errors(tmp_path: Path) -> 
     cells = [
         ["%load_ext autoreload\n", "!pip install torch\n", "import torch\n"],
         ["files = !ls\n", "pip install numpy\n", "torch.nn.Linear?\n", "x = torch.ones(2)\n"],
+        # a command whose arguments start like an operator, where the line is no Python
+        ["ls /content/checkpoints/\n", "rm -rf ~/runs\n", "cd ..\n"],
         ["for i in range(2):\n", "    !echo {i}\n", "    %time y = x + i\n"],
         ["%%bash\n", "for f in *; do echo $f; done\n"],
         ["%%timeit\n", "z = x.cuda()\n"],
@@ -132,7 +134,7 @@ def test_magics_shell_escapes_and_help_are_not_syntax_errors(tmp_path: Path) -> 
     write(tmp_path, {"magic.ipynb": _notebook(*cells)})
     result = run_cli("magic.ipynb", "--no-cache", cwd=tmp_path)
     first = result.stdout.splitlines()[0]
-    assert first.startswith("magic.ipynb:cell 5:2:5: DEV001 "), result.stdout
+    assert first.startswith("magic.ipynb:cell 6:2:5: DEV001 "), result.stdout
     assert "DEV000" not in result.stdout and result.returncode == 1
     assert "(1 file checked)" in result.stdout
 
