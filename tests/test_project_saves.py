@@ -84,6 +84,39 @@ def test_a_direct_save_in_a_file_with_no_device_keeps_it(project: Path) -> None:
     assert _found(_lint(project)) == []
 
 
+OPTIMIZER_SAVER = """\
+import torch
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+class Trainer:
+    def save_optimizer(self, optimizer, path):
+        torch.save(optimizer.state_dict(), path)
+
+    def load_optimizer(self, optimizer, path):
+        optimizer.load_state_dict(torch.load(path))
+"""
+
+
+def test_an_optimizer_state_saved_as_it_is_keeps_it_for_weights_only(project: Path) -> None:
+    # the moments live where training ran: a load restoring an optimizer is still reported
+    write_later(project / "train.py", OPTIMIZER_SAVER)
+    assert _found(_lint(project)) == [("train.py", 11)]
+
+
+def test_either_branch_of_a_choice_goes_into_load_state_dict(project: Path) -> None:
+    (project / "models" / "base.py").unlink()
+    write_later(
+        project / "demo.py",
+        DEMO.replace(
+            'torch.load(args.weights)["params"]',
+            'sd if "params" not in (sd := torch.load(args.weights)) else sd["params"]',
+        ),
+    )
+    assert _found(_lint(project)) == [("demo.py", 10)]
+
+
 def test_without_the_saver_the_checkpoint_is_reported(project: Path) -> None:
     (project / "models" / "base.py").unlink()
     assert _found(_lint(project)) == [("demo.py", 10)]

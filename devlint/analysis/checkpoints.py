@@ -39,7 +39,8 @@ gathers the evidence a file holds about one load:
   GPU's file would have failed there first.
 - **Safe, the project's convention**: the result is a checkpoint, and the project saves its
   weights moved to the CPU, with no `.state_dict()` saved as it is (see `project_saves`):
-  BasicSR's `save_network` stores `param.cpu()` for every weight.
+  BasicSR's `save_network` stores `param.cpu()` for every weight. An optimizer's state saved
+  as it is voids it only for a load restoring an optimizer.
 - **A checkpoint**: the result reaches ``load_state_dict``, is read with a ``"model"``,
   ``"optimizer"`` or ``"state_dict"`` key, or the file saves the path from a state dict or
   from values a device-moving function made.
@@ -61,7 +62,7 @@ import libcst as cst
 from devlint.analysis.conditions import suite_exits
 from devlint.analysis.devices import argument, string_value
 from devlint.analysis.names import ImportMap, dotted_name
-from devlint.analysis.project_saves import SaveConvention
+from devlint.analysis.project_saves import OPTIMIZER_NAME, SaveConvention
 from devlint.analysis.syntax import CLASS_LEVEL_DECORATORS
 from devlint.analysis.torch_api import FACTORIES
 from devlint.traversal import child_nodes, descendants
@@ -603,10 +604,24 @@ class CheckpointEvidence:
         if checkpoint is None and _is_dataset(classes) and not self._used_as_model(load, statement):
             # A dataset's tensors feed a DataLoader, which prepares them on the CPU.
             return LoadEvidence(safe="a dataset's data file: its loader reads CPU tensors")
-        saver = self._project_saves().cpu_saver if checkpoint is not None else None
+        saver = self._weights_saver(load, scope, statement) if checkpoint is not None else None
         if saver is not None:
             return LoadEvidence(safe=f"this project saves its weights moved to the CPU ({saver})")
         return LoadEvidence(checkpoint=checkpoint)
+
+    def _weights_saver(
+        self, load: cst.Call, scope: Scope, statement: Optional[cst.CSTNode]
+    ) -> Optional[str]:
+        """Where the project saves its weights moved to the CPU, if it always does; not for a
+        load restoring an optimizer (`optimizer.load_state_dict(...)`) where the project saves
+        one's state as it is."""
+        convention = self._project_saves()
+        if convention.cpu_saver is None or not convention.optimizer_saved_as_is:
+            return convention.cpu_saver
+        restored = self._loaded_into(load, scope, statement, _restoring_receiver) or ""
+        if OPTIMIZER_NAME.search(restored.rpartition(".")[2]):
+            return None
+        return convention.cpu_saver
 
     def _hides_gpus(self) -> bool:
         """A top-level `os.environ["CUDA_VISIBLE_DEVICES"] = ""` (or `"-1"`): the process that
@@ -1029,11 +1044,17 @@ class CheckpointEvidence:
             if _tensorless_receiver(node):
                 return None
             for arg in node.args:
-                value = arg.value
-                if isinstance(value, cst.Subscript):
-                    value = value.value
-                if is_result(value):
-                    return "the result goes into `load_state_dict`"
+                # (`sd[key] if key in sd.keys() else sd`: either branch)
+                choices = (
+                    (arg.value.body, arg.value.orelse)
+                    if isinstance(arg.value, cst.IfExp)
+                    else (arg.value,)
+                )
+                for value in choices:
+                    if isinstance(value, cst.Subscript):
+                        value = value.value
+                    if is_result(value):
+                        return "the result goes into `load_state_dict`"
         if type(node) is cst.Subscript and is_result(node.value):
             for element in node.slice:
                 index = element.slice

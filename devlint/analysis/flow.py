@@ -216,6 +216,7 @@ class DeviceFlow(CallContexts):
         self._collect_definitions(module.body)
         self._bases = {name: facts.bases for name, facts in self.classes.items()}
         self._collect_nested_modules(module.body)
+        self._inherit_sibling_methods()
         self._run(module)
 
     def value_of(self, node: ast.AST) -> Value:
@@ -258,6 +259,34 @@ class DeviceFlow(CallContexts):
             for method in methods.values():
                 self.sibling_methods[method] = methods
             self._nested_modules.append(ClassFacts(owner, self._qualified_bases(owner), methods))
+
+    def _inherit_sibling_methods(self) -> None:
+        """A class's methods call, as `self.name(...)`, those it inherits from classes of the
+        file too (`self.step(x)` in a test's `TestModel(BoringModel)`)."""
+        for facts in [*self.classes.values(), *self._nested_modules]:
+            merged = self.with_inherited_methods(facts.node, facts.methods)
+            if len(merged) > len(facts.methods):
+                for method in facts.methods.values():
+                    self.sibling_methods[method] = merged
+
+    def with_inherited_methods(
+        self, node: ast.ClassDef, own: Mapping[str, FunctionNode]
+    ) -> dict[str, FunctionNode]:
+        """``own`` methods of the class ``node`` and those it inherits from classes of the
+        file, through single inheritance, where the method resolution order is the chain of
+        bases (a transform inheriting its base's `forward`, which calls the transform's own
+        methods)."""
+        merged = dict(own)
+        bases, seen = node.bases, {node.name}
+        while len(bases) == 1:
+            base = self.classes.get(dotted_name(bases[0]) or "")
+            if base is None or base.node.name in seen:
+                break
+            seen.add(base.node.name)
+            for name, method in base.methods.items():
+                merged.setdefault(name, method)
+            bases = base.node.bases
+        return merged
 
     def _qualified_bases(self, node: ast.ClassDef) -> tuple[str, ...]:
         """A class's bases as the module imports them (else as written)."""
@@ -460,21 +489,42 @@ class DeviceFlow(CallContexts):
             return known
         facts = self.classes[name]
         init = facts.methods.get("__init__")
-        if init is None:
-            known = self._members[name] = NO_MEMBERS
-            return known
         self._members[name] = NO_MEMBERS  # (while computing: a class holding itself)
         reassigned = {key[5:] for key in _reassigned_in_methods(facts) if key.startswith("self.")}
         # (a method of the same name shadows a layer: `self.name(...)` calls the method)
         shadowed = reassigned | facts.methods.keys()
+        inherited = self._inherited_members(facts, init)
+        if init is None:
+            own, set_again = NO_MEMBERS, shadowed
+        else:
+            own = self._members_set_in(init, reassigned, shadowed)
+            set_again = shadowed | {
+                key[5:] for key in _assigned_names(init) if key.startswith("self.")
+            }
+        known = self._members[name] = _merged_members(inherited, own, set_again)
+        return known
 
+    def _inherited_members(self, facts: ClassFacts, init: Optional[FunctionNode]) -> ModuleMembers:
+        """What the `__init__` of a class's one base, a module class of the file, sets: where
+        the class has no `__init__`, or its own runs `super().__init__(...)` first."""
+        bases = facts.node.bases
+        base = dotted_name(bases[0]) if len(bases) == 1 else None
+        if base is None or base not in self.classes or not self.is_module_class(base):
+            return NO_MEMBERS
+        if init is not None and not _calls_super_init(init):
+            return NO_MEMBERS
+        return self.module_members(base)
+
+    def _members_set_in(
+        self, init: FunctionNode, reassigned: Collection[str], shadowed: Collection[str]
+    ) -> ModuleMembers:
         def kept(names: Iterable[str], out: Collection[str] = reassigned) -> frozenset[str]:
             return frozenset(name for name in names if name not in out)
 
         def kept_items(held: Mapping[str, T], out: Collection[str] = reassigned) -> dict[str, T]:
             return {key: value for key, value in held.items() if key not in out}
 
-        known = self._members[name] = ModuleMembers(
+        return ModuleMembers(
             submodules=kept(self._layers_set_in(init), shadowed),
             numbers=kept(number_attributes(init, self._numbers_of(init))),
             lists=kept(list_attributes(init, list_parameters(init))),
@@ -483,7 +533,6 @@ class DeviceFlow(CallContexts):
             modules=kept_items(self._modules_set_in(init), shadowed),
             member_tensors=kept_items(self._member_tensors_set_in(init)),
         )
-        return known
 
     def _member_tensors_set_in(self, init: FunctionNode) -> dict[str, dict[str, str]]:
         """`self.crf = CRF(...)` in ``init``, a module class of this file or of an imported
@@ -1493,6 +1542,44 @@ def _attributes_constructed_anywhere(init: FunctionNode) -> Iterator[tuple[str, 
             call is not None and dotted_name(call.func) == dotted_name(first.func) for call in made
         ):
             yield name, first
+
+
+def _calls_super_init(init: FunctionNode) -> bool:
+    """Whether a statement of ``init``'s top level is `super().__init__(...)` (or
+    `super(Cls, self).__init__(...)`)."""
+    for statement in init.body:
+        call = statement.value if isinstance(statement, ast.Expr) else None
+        if (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and call.func.attr == "__init__"
+            and isinstance(call.func.value, ast.Call)
+            and dotted_name(call.func.value.func) == "super"
+        ):
+            return True
+    return False
+
+
+def _merged_members(
+    inherited: ModuleMembers, own: ModuleMembers, set_again: Collection[str]
+) -> ModuleMembers:
+    """A subclass's members: its base's, but those the subclass sets again or shadows, with
+    its own."""
+    if inherited is NO_MEMBERS:
+        return own
+    out = frozenset(set_again)
+
+    def items(base: Mapping[str, T], mine: Mapping[str, T]) -> dict[str, T]:
+        return {**{k: v for k, v in base.items() if k not in out}, **mine}
+
+    return ModuleMembers(
+        submodules=(inherited.submodules - out) | own.submodules,
+        numbers=(inherited.numbers - out) | own.numbers,
+        lists=(inherited.lists - out) | own.lists,
+        tensors=items(inherited.tensors, own.tensors),
+        modules=items(inherited.modules, own.modules),
+        member_tensors=items(inherited.member_tensors, own.member_tensors),
+    )
 
 
 def _reassigned_in_methods(facts: ClassFacts) -> set[str]:

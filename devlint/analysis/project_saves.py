@@ -14,7 +14,9 @@ project saves weights moved to the CPU (the loop above, a comprehension `{k: v.c
 in sd.items()}`, `model.cpu().state_dict()`, or a helper named for it around the whole value:
 `weights_to_cpu(...)`, `move_to_cpu(...)`) and none saves a `.state_dict()` as it is
 (`torch.save(model.state_dict(), path)`, `{"model": model.state_dict()}`, a name the function
-fills with one, a module it moved): one direct save of weights may write a GPU's. A file with
+fills with one, a module it moved): one direct save of weights may write a GPU's. An
+optimizer's state saved alone as it is (KAIR's `save_optimizer`) leaves the weights'
+convention standing, for loads that restore no optimizer. A file with
 no device word (a conversion script) is taken to save on the CPU; a saving file that does not
 parse voids the convention. `torch.save` is read through the file's imports (`T.save`, `save`).
 
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,7 +46,13 @@ from devlint.analysis.callers import (
     project_folder,
 )
 from devlint.analysis.cpu_only import DEVICE_WORDS
-from devlint.analysis.syntax import dotted_name, keyword_value, nodes_below, string_value
+from devlint.analysis.syntax import (
+    dotted_name,
+    keyword_value,
+    last_name,
+    nodes_below,
+    string_value,
+)
 
 
 @dataclass(frozen=True)
@@ -55,6 +64,10 @@ class SaveConvention:
 
     cpu_saver: Optional[str]
     into_callers_folders: dict[str, SavedInto] = field(default_factory=dict)
+    # Whether some save writes an optimizer's state as it is (`torch.save(optimizer.
+    # state_dict(), path)`): its moments live where the weights trained, whatever the weights'
+    # saver does, so the convention says nothing of a load restoring an optimizer.
+    optimizer_saved_as_is: bool = False
 
 
 @dataclass(frozen=True)
@@ -82,7 +95,7 @@ def save_convention(linted: str) -> SaveConvention:
 
 def _convention(root: Path) -> SaveConvention:
     cpu_saver: Optional[str] = None
-    direct = False
+    direct = optimizer_as_is = False
     into: dict[str, SavedInto] = {}
     for path, text in files_mentioning(root, "", "save"):
         tree = parsed(path, text)
@@ -107,9 +120,11 @@ def _convention(root: Path) -> SaveConvention:
                 continue
             if _weights_moved(value, scope):
                 cpu_saver = cpu_saver or where
+            elif device_words and _saves_optimizer_state(value):
+                optimizer_as_is = True
             elif device_words and _saves_weights_as_they_are(value, scope):
                 direct = True
-    return SaveConvention(None if direct else cpu_saver, into)
+    return SaveConvention(None if direct else cpu_saver, into, optimizer_as_is)
 
 
 def _save_names(tree: ast.Module) -> frozenset[str]:
@@ -259,6 +274,20 @@ def _saves_weights_as_they_are(value: ast.expr, scope: ast.AST) -> bool:
         ):
             return True  # `model.cuda()`, then `torch.save(model, path)`
     return False
+
+
+# The names of optimizers as written (`optimizer`, `self.optim_g`, `opt`, `d_opt`).
+OPTIMIZER_NAME = re.compile(r"optim|^opt$|^opt_|_opt$", re.IGNORECASE)
+
+
+def _saves_optimizer_state(value: ast.expr) -> bool:
+    """`torch.save(optimizer.state_dict(), path)`: an optimizer's state alone, as it is."""
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr == "state_dict"
+        and bool(OPTIMIZER_NAME.search(last_name(value.func.value)))
+    )
 
 
 def _has_state_dict(value: ast.expr) -> bool:

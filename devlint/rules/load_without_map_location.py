@@ -124,7 +124,9 @@ class LoadWithoutMapLocation(Rule):
       `save_network` does; `{k: v.cpu() for ...}`; `model.cpu().state_dict()`;
       `weights_to_cpu(...)`), and none, in a file that can use a device, saves
       a `.state_dict()` as it is. The project's releases are written the same
-      way (see `project_saves`).
+      way (see `project_saves`). An optimizer's state saved alone as it is
+      (`torch.save(optimizer.state_dict(), path)`) keeps the convention for
+      weights, not for a load restoring an optimizer.
     - **No GPU to save from** (silent): the file hides every GPU at its top
       (`os.environ["CUDA_VISIBLE_DEVICES"] = ""`, or `"-1"`), as test suites
       that compare against recorded outputs do. Its author's own run loaded

@@ -131,6 +131,13 @@ class MissingDeviceMove(FlowRule):
     required_patterns = (DEVICE_OR_INPUT_SOURCE, CPU_TENSOR_SOURCE)
 
     VALID = (
+        # the subclass sets the base's layer again, to a function
+        "import torch\nfrom torch import nn\nclass Base(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.layer = nn.Linear(32, 2)\n"
+        "    def forward(self, x):\n        return self.layer(x)\n"
+        "class Doubled(Base):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.layer = lambda t: t * 2\n"
+        "    def forward(self, x):\n        return self.layer(torch.ones(32)) + x",
         # a placeholder of no elements for a weight the call does not use
         "import torch\nimport torch.nn.functional as F\nfrom torch import nn\n"
         "class Attention(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
@@ -436,6 +443,31 @@ class MissingDeviceMove(FlowRule):
     )
 
     INVALID = (
+        # a layer its base's `__init__` builds, run by `super().__init__()`
+        Invalid(
+            "import torch\nfrom torch import nn\nclass Base(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.layer = nn.Linear(32, 2)\n"
+            "    def forward(self, x):\n        return self.layer(x)\n"
+            "class Scaled(Base):\n    def __init__(self, scale):\n        super().__init__()\n"
+            "        self.scale = scale\n"
+            "    def forward(self, x):\n        return self.layer(torch.ones(32)) * self.scale + x",
+            14,
+            27,
+            "`self.layer` is a layer of the module",
+        ),
+        # ... or inherited with no `__init__`, through a method of the base, in a file that
+        # moves the module
+        Invalid(
+            "import torch\nfrom torch import nn\nclass Base(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.layer = nn.Linear(32, 2)\n"
+            "    def forward(self, x):\n        return self.layer(x)\n"
+            "    def step(self, x):\n        return self(x).sum()\n"
+            "class Probe(Base):\n    def check(self):\n        return self.step(torch.ones(32))\n"
+            "probe = Probe().to('cuda')",
+            13,
+            26,
+            "`Base.forward` passes it to `self.layer` at line 8",
+        ),
         # a static method its call in the file gives tensors on a device still fires
         Invalid(
             "import torch\nclass Post:\n    @staticmethod\n    def scale(boxes: torch.Tensor):\n"

@@ -468,7 +468,7 @@ class TensorAttributeNotBuffer(FlowRule):
             for statement in node.body
             if isinstance(statement, _FUNCTIONS)
         }
-        methods = self._with_inherited(node, own)
+        methods = self.analysis.flow.with_inherited_methods(node, own)
         init, forward = own.get("__init__"), methods.get("forward")
         if init is None or forward is None:
             return
@@ -521,25 +521,6 @@ class TensorAttributeNotBuffer(FlowRule):
             f'`self.register_buffer("{name}", None, persistent=False)`',
             (cached.stored, cached.read),
         )
-
-    def _with_inherited(
-        self, node: ast.ClassDef, own: Mapping[str, FunctionNode]
-    ) -> dict[str, FunctionNode]:
-        """``own`` methods and those the class inherits from classes of this file, through
-        single inheritance, where the method resolution order is the chain of bases (a
-        transform inheriting its base's `forward`, which calls the transform's own methods)."""
-        methods = dict(own)
-        bases, seen = node.bases, {node.name}
-        while len(bases) == 1:
-            base = dotted_name(bases[0]) or ""
-            facts = self.analysis.flow.classes.get(base)
-            if facts is None or base in seen:
-                break
-            seen.add(base)
-            for name, method in facts.methods.items():
-                methods.setdefault(name, method)
-            bases = facts.node.bases
-        return methods
 
     def _plain_tensor_attributes(self, init: FunctionNode) -> list[tuple[ast.Assign, str, bool]]:
         """`self.name = <a CPU tensor>` in ``init``, where no later statement of ``init``
