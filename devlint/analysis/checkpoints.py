@@ -597,6 +597,8 @@ class CheckpointEvidence:
             made_here = (own or not chosen_by_caller) and not _from_caller(value, saving_scope)
             if made_here and self._runs_on_cpu_only():
                 return LoadEvidence(safe="saved by this file, which moves nothing to a device")
+            if made_here and _local_made_on_cpu(value, saving_scope, self._names):
+                return LoadEvidence(safe="saved by this file from a tensor it made on the CPU")
             if _shows_device(value) or _device_on_the_way(saving_scope, value):
                 return LoadEvidence(checkpoint=checkpoint or self._saved_from(value))
             if checkpoint is None and made_here:
@@ -1142,6 +1144,38 @@ def _made_on_cpu(value: cst.BaseExpression, name: str, names: ImportMap) -> bool
     if qualified not in FACTORIES or qualified in _DATA_COPIES:
         return False
     return not any(_device_keyword(arg) for arg in value.args)
+
+
+def _local_made_on_cpu(value: cst.BaseExpression, scope: cst.CSTNode, names: ImportMap) -> bool:
+    """A name ``scope`` binds only to tensors it makes on the CPU (see `_made_on_cpu`) and
+    never moves: `logits = torch.empty(n, k)`, filled in place with `logits[i:j] = out.cpu()`
+    (a copy into a CPU tensor stays there), then saved."""
+    if not isinstance(value, cst.Name):
+        return False
+    name = value.value
+    bound = False
+    for node in descendants(scope):
+        if type(node) is cst.Assign:
+            for target in node.targets:
+                if type(target.target) is cst.Name and target.target.value == name:
+                    if not _made_on_cpu(node.value, name, names):
+                        return False
+                    bound = True
+                elif type(target.target) is not cst.Subscript and name in _root_dotted(
+                    target.target
+                ):
+                    return False  # unpacked (`logits, n = ...`)
+        elif isinstance(node, cst.WithItem):
+            if node.asname is not None and name in _root_dotted(node.asname.name):
+                return False
+        elif isinstance(node, (cst.For, cst.AnnAssign, cst.NamedExpr)):
+            if name in _root_dotted(node.target):
+                return False
+        elif (
+            _method(node) in ("cuda", "to") and dotted_name(_receiver(cast(cst.Call, node))) == name
+        ):
+            return False
+    return bound
 
 
 def _receiver(call: cst.Call) -> cst.BaseExpression:

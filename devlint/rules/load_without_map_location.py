@@ -92,7 +92,10 @@ class LoadWithoutMapLocation(Rule):
       loop around the save runs all of its body before the next save), and not
       a value its caller passed in (that says nothing of where the caller's
       tensors live). A processed dataset file; a cache of tokenized documents
-      saved before the model goes to the GPU. Not when the loading function
+      saved before the model goes to the GPU. Or from a name the saving
+      function binds only to tensors it makes on the CPU and never moves
+      (`logits = torch.empty(n, k)`, filled with `logits[i] = out.cpu()`),
+      whatever else it moves. Not when the loading function
       takes the path from its caller: that may name any file.
     - **Moved to the CPU before its save** (silent): every save of the path
       in this file saves a value moved to the CPU, or a name its own block last
@@ -170,6 +173,14 @@ class LoadWithoutMapLocation(Rule):
     required_patterns = (TORCH_LOAD,)
 
     VALID = (
+        # a cache saved from a tensor the function made on the CPU and filled in place
+        "import torch\nfrom pathlib import Path\ndef infer(out_dir, loader, model):\n"
+        "    cache = out_dir + '/logits.pth'\n    if Path(cache).is_file():\n"
+        "        logits = torch.load(cache)\n    else:\n"
+        "        logits = torch.empty(100, 5)\n"
+        "        for i, x in enumerate(loader):\n"
+        "            logits[i] = model(x.cuda()).cpu()\n"
+        "        torch.save(logits, cache)\n    return logits",
         # each rank saves its part, then reads every rank's from the same folder
         "import os, torch\ndef all_gather(data, save_dir, rank, world_size):\n"
         "    path = os.path.join(save_dir, f'data_to_gather_{rank}.pkl')\n"
@@ -306,6 +317,19 @@ class LoadWithoutMapLocation(Rule):
         "    def load(self, path):\n        self.actor.load_state_dict(torch.load(path))",
     )
     INVALID = (
+        # ... made on the GPU
+        Invalid(
+            "import torch\nfrom pathlib import Path\ndef infer(out_dir, loader, model):\n"
+            "    cache = out_dir + '/logits.pth'\n    if Path(cache).is_file():\n"
+            "        logits = torch.load(cache)\n    else:\n"
+            "        logits = torch.empty(100, 5, device='cuda')\n"
+            "        for i, x in enumerate(loader):\n"
+            "            logits[i] = model(x.cuda()).cpu()\n"
+            "        torch.save(logits, cache)\n    return logits",
+            6,
+            18,
+            "this file saves it from `logits`",
+        ),
         # ... but not from what the caller's model computed: it may be on a GPU
         Invalid(
             "import os, torch\ndef evaluate(model, loader, cache):\n    if os.path.exists(cache):\n"
