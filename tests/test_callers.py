@@ -82,6 +82,39 @@ def test_a_function_of_the_same_name_elsewhere_is_no_caller(project: Path) -> No
     assert _found(_lint(project)) == []
 
 
+DATASET = """\
+import torch
+from util.utils import renorm
+
+
+class Frames(torch.utils.data.Dataset):
+    def __getitem__(self, index):
+        return renorm(self.frames[index])
+"""
+
+
+def test_a_dataset_handing_on_its_items_passes_cpu_data(project: Path) -> None:
+    (project / "vis.py").unlink()
+    write_later(project / "data.py", DATASET)
+    assert _found(_lint(project)) == []
+
+
+@pytest.mark.parametrize(
+    ("call", "found"),
+    [
+        ("renorm(torch.rand(3, 4, 4))", []),
+        ("renorm(torch.rand(3, 4, 4, device='cuda'))", [("utils.py", "DEV005", 7)]),
+        ("renorm(img.to(device))", [("utils.py", "DEV005", 7)]),
+    ],
+)
+def test_a_test_calling_says_nothing_unless_it_places_on_a_device(
+    project: Path, call: str, found: list[tuple[str, str, int]]
+) -> None:
+    test = f"import torch\nfrom util.utils import renorm\n\n\ndef test_renorm(img, device):\n    {call}\n"
+    write_later(project / "tests" / "test_utils.py", test)
+    assert _found(_lint(project)) == found
+
+
 def test_without_callers_the_contract_stands(project: Path) -> None:
     (project / "vis.py").unlink()
     assert _found(_lint(project)) == [("utils.py", "DEV005", 7)]

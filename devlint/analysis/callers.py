@@ -4,8 +4,11 @@ A tensor parameter lives on its caller's device by contract (see `flow`), unless
 say where. The file's own calls are read by the flow; this module finds the calls in the rest
 of the project, the files whose imports resolve `renorm` to the linted file's function (see
 `project.ProjectView`), and answers which parameters every one of them passes a tensor moved
-to the CPU, as written (`renorm(img.cpu())`, `.detach().cpu()`, `.to("cpu")`). A call through
-`*args` or `**kwargs`, or an argument the call does not show moved, keeps the contract.
+to the CPU, as written (`renorm(img.cpu())`, `.detach().cpu()`, `.to("cpu")`). A call in code
+that prepares CPU data by design (a dataset's `__getitem__`, a collate function) passes CPU data.
+A test's call exercises the function with data of its choosing: it says nothing, unless it
+places something on a device (then the contract stands). A call through `*args` or
+`**kwargs`, or an argument the call does not show moved, keeps the contract.
 
 Every other mention of the function keeps the contract too: a reference that is not a call
 (`map(renorm, batch)`, `partial(renorm, ...)`, `step = ranker.train_epoch`), an import under
@@ -33,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from devlint.analysis.parameters import is_test_module, runs_on_cpu_by_design
 from devlint.analysis.project import (
     ByStamp,
     ProjectView,
@@ -261,12 +265,59 @@ def cpu_parameters(linted: str, function: ast.FunctionDef | ast.AsyncFunctionDef
         calls = _calls_of(path, tree, linted, name) if tree is not None else None
         if calls is None:
             return frozenset()
+        assert tree is not None
+        preparing = _in_cpu_data_code(tree) if calls else set()
+        if is_test_module(path):
+            # A test exercises the function with data of its choosing: no word for where the
+            # project's callers keep theirs, unless it places some on a device.
+            if any(_shows_a_device(call) for call in calls):
+                return frozenset()
+            continue
         for call in calls:
-            moved = _moved_to_cpu_by(call, positional)
+            # (a dataset's `__getitem__` or a collate function hands on its CPU data)
+            moved = set(positional) if id(call) in preparing else _moved_to_cpu_by(call, positional)
             if moved is None:
                 return frozenset()
             agreed = moved if agreed is None else agreed & moved
     return frozenset(agreed or ())
+
+
+def _shows_a_device(call: ast.Call) -> bool:
+    """A call whose arguments move something, or name a device (`device=`, `"cuda"`)."""
+    for node in ast.walk(call):
+        if isinstance(node, ast.Call) and node is not call:
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr in ("to", "cuda"):
+                return True
+            if keyword_value(node, "device") is not None:
+                return True
+        if isinstance(node, ast.Name) and "device" in node.id:
+            return True
+        if string_value(node) in ("cuda", "mps", "xpu"):
+            return True
+    return False
+
+
+def _in_cpu_data_code(tree: ast.Module) -> set[int]:
+    """The calls in code that prepares CPU data by design (see `runs_on_cpu_by_design`): a
+    dataset's methods and `__getitem__`, a collate function, a data collator's methods."""
+    found: set[int] = set()
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            classes = [node.name, *(dotted_name(base) or "" for base in node.bases)]
+            functions = [
+                item
+                for item in node.body
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and runs_on_cpu_by_design(item, classes)
+            ]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            functions = [node] if runs_on_cpu_by_design(node, ()) else []
+        else:
+            continue
+        for function in functions:
+            found.update(id(call) for call in ast.walk(function) if isinstance(call, ast.Call))
+    return found
 
 
 def _moved_to_cpu_by(call: ast.Call, positional: list[str]) -> Optional[set[str]]:

@@ -650,15 +650,16 @@ class DeviceFlow(CallContexts):
         if not self._callers_contract(function, bases):
             return frozenset()
         if not self._places_on_device():
-            return frozenset(tensor_parameters(function, ()))
-        documented = documented_tensors(function)
-        facts = self.facts.units.get(function) if self.facts is not None else None
-        if facts is not None and not tensor_parameters(
-            function, {*facts.tensor_names, *documented}
-        ):
-            return frozenset()  # the screen's names are a superset: nothing to refine
-        used = names_used_as_tensors(function)
-        contract = frozenset(tensor_parameters(function, used | documented))
+            contract = frozenset(tensor_parameters(function, ()))
+        else:
+            documented = documented_tensors(function)
+            facts = self.facts.units.get(function) if self.facts is not None else None
+            if facts is not None and not tensor_parameters(
+                function, {*facts.tensor_names, *documented}
+            ):
+                return frozenset()  # the screen's names are a superset: nothing to refine
+            used = names_used_as_tensors(function)
+            contract = frozenset(tensor_parameters(function, used | documented))
         if contract and not tuple(bases):
             return contract - self._moved_to_cpu_by_other_files(function)
         return contract
