@@ -110,7 +110,10 @@ def test_a_dataset_handing_on_its_items_passes_cpu_data(project: Path) -> None:
 def test_a_test_calling_says_nothing_unless_it_places_on_a_device(
     project: Path, call: str, found: list[tuple[str, str, int]]
 ) -> None:
-    test = f"import torch\nfrom util.utils import renorm\n\n\ndef test_renorm(img, device):\n    {call}\n"
+    test = (
+        "import torch\nfrom util.utils import renorm\n\n\n"
+        f"def test_renorm(img, device):\n    {call}\n"
+    )
     write_later(project / "tests" / "test_utils.py", test)
     assert _found(_lint(project)) == found
 
