@@ -93,6 +93,8 @@ class HardcodedDeviceOrdinal(Rule):
         return facts.ordinal_argument
 
     VALID = (
+        # a context manager shown, never entered: it selects nothing
+        'import torch\ntorch.cuda.device("cuda:1")',
         "x = x.to('cuda:0')",
         "x = x.cuda()",
         "x = x.cuda(0)",
@@ -206,6 +208,8 @@ class HardcodedDeviceOrdinal(Rule):
             and qualified is None
             and func.attr.value in ("to", "cuda")
         )
+        if qualified == "torch.cuda.device" and self._discarded(node):
+            return []  # a context manager never entered selects nothing
         if is_move or qualified in _INDEX_CALLS:
             target = argument(node, 0, "device")
             if target is not None:
@@ -226,6 +230,14 @@ class HardcodedDeviceOrdinal(Rule):
                 value, statement = bound
             found.extend((literal, statement) for literal in self._device_literals(value))
         return found
+
+    def _discarded(self, node: cst.Call) -> bool:
+        """Whether ``node`` is a statement by itself (`torch.cuda.device("cuda:1")` shown in a
+        notebook's cell), its value thrown away."""
+        statement = self.context.current_statement()
+        return isinstance(statement, cst.SimpleStatementLine) and any(
+            isinstance(small, cst.Expr) and small.value is node for small in statement.body
+        )
 
     def _unguarded_binding(
         self, name: cst.Name
