@@ -95,6 +95,7 @@ class HardcodedDeviceOrdinal(Rule):
     VALID = (
         # a context manager shown, never entered: it selects nothing
         'import torch\ntorch.cuda.device("cuda:1")',
+        'import torch\ntorch.device("cpu"), torch.cuda.device("cuda:1")',
         "x = x.to('cuda:0')",
         "x = x.cuda()",
         "x = x.cuda(0)",
@@ -232,12 +233,19 @@ class HardcodedDeviceOrdinal(Rule):
         return found
 
     def _discarded(self, node: cst.Call) -> bool:
-        """Whether ``node`` is a statement by itself (`torch.cuda.device("cuda:1")` shown in a
-        notebook's cell), its value thrown away."""
+        """Whether ``node`` is a statement by itself, or an item of a tuple that is
+        (`torch.device("cpu"), torch.cuda.device("cuda:1")` shown in a notebook's cell), its
+        value thrown away."""
         statement = self.context.current_statement()
-        return isinstance(statement, cst.SimpleStatementLine) and any(
-            isinstance(small, cst.Expr) and small.value is node for small in statement.body
-        )
+        if not isinstance(statement, cst.SimpleStatementLine):
+            return False
+        for small in statement.body:
+            if isinstance(small, cst.Expr):
+                shown = small.value
+                items = shown.elements if isinstance(shown, cst.Tuple) else ()
+                if shown is node or any(item.value is node for item in items):
+                    return True
+        return False
 
     def _unguarded_binding(
         self, name: cst.Name
