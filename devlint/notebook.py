@@ -58,6 +58,8 @@ _AUTOMAGIC = re.compile(_AUTOMAGIC_WORD + r"(?![=(\[.,:+\-*/%&|^<>!]|$)")
 # The same word before an operator (`ls /content/checkpoints/`, `rm -rf ~/x`): a command where
 # the line is no Python of its own.
 _AUTOMAGIC_BEFORE_OPERATOR = re.compile(_AUTOMAGIC_WORD + r"[/\-~.]")
+# Syntax errors of a line that the next line may complete.
+_OPEN_ENDS = ("never closed", "unexpected EOF", "unterminated triple-quoted")
 _INDENT = re.compile(r"[ \t]*")
 _LEADING_INDENT = re.compile(r"[ \t]+")
 # IPython's prompt strippers (classic_prompt, ipython_prompt): each line's prompt, and the prompt
@@ -366,19 +368,25 @@ def _is_ipython(body: str) -> bool:
         _ESCAPE.match(body)
         or _SHELL_ASSIGNMENT.match(body)
         or _AUTOMAGIC.match(body)
-        or (_AUTOMAGIC_BEFORE_OPERATOR.match(body) and not _compiles(stripped))
+        or (_AUTOMAGIC_BEFORE_OPERATOR.match(body) and _no_python(stripped))
         or (_HELP.search(body) and "#" not in body)
     )
 
 
-def _compiles(line: str) -> bool:
+def _no_python(line: str) -> bool:
+    """Whether ``line`` is no Python even where a statement could go on after it: a syntax
+    error that is not a bracket, a string or a backslash left open for the next line
+    (`time -= (end` continues; `ls /content/checkpoints/` cannot)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # (`SyntaxWarning`s of the line are not ours to show)
         try:
             compile(line, "<cell line>", "exec", dont_inherit=True)
-        except (SyntaxError, ValueError):
+        except SyntaxError as error:
+            message = error.msg or ""
+            return not any(open_end in message for open_end in _OPEN_ENDS)
+        except ValueError:
             return False
-    return True
+    return False
 
 
 def _ending(line: str) -> str:

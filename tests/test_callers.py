@@ -99,21 +99,36 @@ def test_a_dataset_handing_on_its_items_passes_cpu_data(project: Path) -> None:
     assert _found(_lint(project)) == []
 
 
+def test_a_dataset_keeping_its_tensors_on_a_device_keeps_the_contract(project: Path) -> None:
+    (project / "vis.py").unlink()
+    on_gpu = DATASET + "\n    def __init__(self, frames):\n        self.frames = frames.cuda()\n"
+    write_later(project / "data.py", on_gpu)
+    assert _found(_lint(project)) == [("utils.py", "DEV005", 7)]
+
+
+def test_a_checkout_under_a_tests_folder_is_no_test(project: Path, tmp_path: Path) -> None:
+    (project / "vis.py").unlink()
+    write_later(project / "data.py", DATASET)
+    moved = tmp_path / "tests" / "checkout"
+    moved.parent.mkdir()
+    project.rename(moved)
+    assert _found(_lint(moved)) == []
+
+
 @pytest.mark.parametrize(
     ("call", "found"),
     [
         ("renorm(torch.rand(3, 4, 4))", []),
         ("renorm(torch.rand(3, 4, 4, device='cuda'))", [("utils.py", "DEV005", 7)]),
-        ("renorm(img.to(device))", [("utils.py", "DEV005", 7)]),
+        ("renorm(img.to('cuda'))", [("utils.py", "DEV005", 7)]),
+        # a device elsewhere in the test file: the test may run on one
+        ("x = img.cuda()\n    renorm(img)", [("utils.py", "DEV005", 7)]),
     ],
 )
-def test_a_test_calling_says_nothing_unless_it_places_on_a_device(
+def test_a_test_calling_says_nothing_unless_its_file_places_on_a_device(
     project: Path, call: str, found: list[tuple[str, str, int]]
 ) -> None:
-    test = (
-        "import torch\nfrom util.utils import renorm\n\n\n"
-        f"def test_renorm(img, device):\n    {call}\n"
-    )
+    test = f"import torch\nfrom util.utils import renorm\n\n\ndef test_renorm(img):\n    {call}\n"
     write_later(project / "tests" / "test_utils.py", test)
     assert _found(_lint(project)) == found
 

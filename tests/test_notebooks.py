@@ -129,6 +129,10 @@ def test_magics_shell_escapes_and_help_are_not_syntax_errors(tmp_path: Path) -> 
             "%not a magic\n",
             "!nor this\n",
             '"""\n',
+            # an automagic's name, a Python name here, before a bracket the next line closes
+            "time = 3.0\n",
+            "time -= (time\n",
+            "         - 1.0)\n",
         ],
     ]
     write(tmp_path, {"magic.ipynb": _notebook(*cells)})

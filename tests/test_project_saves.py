@@ -105,6 +105,25 @@ def test_an_optimizer_state_saved_as_it_is_keeps_it_for_weights_only(project: Pa
     assert _found(_lint(project)) == [("train.py", 11)]
 
 
+@pytest.mark.parametrize(
+    "restore",
+    [
+        "self.optimizers[i].load_state_dict(torch.load(path))",  # no name: may be one
+        "self.optimizer_G.load_state_dict(torch.load(path))",
+    ],
+)
+def test_a_load_into_what_may_be_an_optimizer_is_reported(project: Path, restore: str) -> None:
+    trainer = OPTIMIZER_SAVER.replace("optimizer.load_state_dict(torch.load(path))", restore)
+    write_later(project / "train.py", trainer)
+    assert _found(_lint(project)) == [("train.py", 11)]
+
+
+def test_a_model_named_like_an_optimizer_saved_as_it_is_breaks_it(project: Path) -> None:
+    optimized = DIRECT.replace("model", "optimized_model").replace("(optimized_model)", "(model)")
+    write_later(project / "export.py", optimized)
+    assert _found(_lint(project)) == [("demo.py", 10)]
+
+
 def test_either_branch_of_a_choice_goes_into_load_state_dict(project: Path) -> None:
     (project / "models" / "base.py").unlink()
     write_later(

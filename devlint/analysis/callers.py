@@ -36,7 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from devlint.analysis.parameters import is_test_module, runs_on_cpu_by_design
+from devlint.analysis.cpu_only import DEVICE_WORDS
+from devlint.analysis.parameters import is_test_module, prepares_data, runs_on_cpu_by_design
 from devlint.analysis.project import (
     ByStamp,
     ProjectView,
@@ -266,57 +267,46 @@ def cpu_parameters(linted: str, function: ast.FunctionDef | ast.AsyncFunctionDef
         if calls is None:
             return frozenset()
         assert tree is not None
-        preparing = _in_cpu_data_code(tree) if calls else set()
-        if is_test_module(path):
+        source = _source(path) if calls else ""
+        if calls and is_test_module(os.path.relpath(path, root)):
             # A test exercises the function with data of its choosing: no word for where the
-            # project's callers keep theirs, unless it places some on a device.
-            if any(_shows_a_device(call) for call in calls):
+            # project's callers keep theirs, unless its file may place some on a device.
+            if DEVICE_WORDS.search(source):
                 return frozenset()
             continue
+        preparing = _in_cpu_data_code(tree, source) if calls else set()
         for call in calls:
-            # (a dataset's `__getitem__` or a collate function hands on its CPU data)
-            moved = set(positional) if id(call) in preparing else _moved_to_cpu_by(call, positional)
+            moved = _moved_to_cpu_by(call, positional)
+            if moved is not None and id(call) in preparing:
+                moved = set(positional)  # (a dataset's `__getitem__` hands on its CPU data)
             if moved is None:
                 return frozenset()
             agreed = moved if agreed is None else agreed & moved
     return frozenset(agreed or ())
 
 
-def _shows_a_device(call: ast.Call) -> bool:
-    """A call whose arguments move something, or name a device (`device=`, `"cuda"`)."""
-    for node in ast.walk(call):
-        if isinstance(node, ast.Call) and node is not call:
-            func = node.func
-            if isinstance(func, ast.Attribute) and func.attr in ("to", "cuda"):
-                return True
-            if keyword_value(node, "device") is not None:
-                return True
-        if isinstance(node, ast.Name) and "device" in node.id:
-            return True
-        if string_value(node) in ("cuda", "mps", "xpu"):
-            return True
-    return False
+def _source(path: str) -> str:
+    try:
+        return Path(path).read_text("utf-8", "replace")
+    except OSError:
+        return "cuda"  # (unreadable: as if it named a device)
 
 
-def _in_cpu_data_code(tree: ast.Module) -> set[int]:
-    """The calls in code that prepares CPU data by design (see `runs_on_cpu_by_design`): a
-    dataset's methods and `__getitem__`, a collate function, a data collator's methods."""
+def _in_cpu_data_code(tree: ast.Module, source: str) -> set[int]:
+    """The calls in code that prepares CPU data by design: the methods of a dataset or a data
+    collator (by its name or a base's, see `runs_on_cpu_by_design`) and collate functions,
+    where their code names no device (a dataset may keep its tensors on a GPU)."""
     found: set[int] = set()
     for node in tree.body:
         if isinstance(node, ast.ClassDef):
             classes = [node.name, *(dotted_name(base) or "" for base in node.bases)]
-            functions = [
-                item
-                for item in node.body
-                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
-                and runs_on_cpu_by_design(item, classes)
-            ]
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            functions = [node] if runs_on_cpu_by_design(node, ()) else []
+            preparing = any(prepares_data(name.rpartition(".")[2]) for name in classes)
         else:
-            continue
-        for function in functions:
-            found.update(id(call) for call in ast.walk(function) if isinstance(call, ast.Call))
+            preparing = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
+                runs_on_cpu_by_design(node, ())
+            )
+        if preparing and not DEVICE_WORDS.search(ast.get_source_segment(source, node) or "cuda"):
+            found.update(id(call) for call in ast.walk(node) if isinstance(call, ast.Call))
     return found
 
 

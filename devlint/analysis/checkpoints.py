@@ -106,6 +106,8 @@ _TEMPORARY_FIXTURES = frozenset({"tmp_path", "tmpdir", "tmp_path_factory", "tmpd
 _PATH_BUILDERS = frozenset({"join", "Path", "PurePath", "str", "fspath", "format", "joinpath"})
 # Factories that copy their data where it lives (`torch.tensor(cuda_tensor)` stays there).
 _DATA_COPIES = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray", "torch.from_file"})
+# Calls after which torch's factories make tensors elsewhere than the CPU.
+_DEFAULT_DEVICE_SETTERS = frozenset({"torch.set_default_device", "torch.set_default_tensor_type"})
 _NAMED = "name:"  # a round trip's key for a file name, not a path (see `_round_trip_keys`)
 _WRAPPERS = frozenset({"BytesIO", "open", "Path", "str", "fspath", "bytes", "memoryview"})
 
@@ -597,7 +599,7 @@ class CheckpointEvidence:
             made_here = (own or not chosen_by_caller) and not _from_caller(value, saving_scope)
             if made_here and self._runs_on_cpu_only():
                 return LoadEvidence(safe="saved by this file, which moves nothing to a device")
-            if made_here and _local_made_on_cpu(value, saving_scope, self._names):
+            if made_here and _local_made_on_cpu(value, saving_scope, self._names, self._module):
                 return LoadEvidence(safe="saved by this file from a tensor it made on the CPU")
             if _shows_device(value) or _device_on_the_way(saving_scope, value):
                 return LoadEvidence(checkpoint=checkpoint or self._saved_from(value))
@@ -620,8 +622,9 @@ class CheckpointEvidence:
         convention = self._project_saves()
         if convention.cpu_saver is None or not convention.optimizer_saved_as_is:
             return convention.cpu_saver
-        restored = self._loaded_into(load, scope, statement, _restoring_receiver) or ""
-        if OPTIMIZER_NAME.search(restored.rpartition(".")[2]):
+        # (only a receiver known by name, and not an optimizer's: `self.optimizers[i]` may be)
+        restored = self._loaded_into(load, scope, statement, _weights_receiver) or ""
+        if not restored or OPTIMIZER_NAME.search(restored.rpartition(".")[2]):
             return None
         return convention.cpu_saver
 
@@ -1045,18 +1048,8 @@ class CheckpointEvidence:
         if type(node) is cst.Call and _method(node) == "load_state_dict":
             if _tensorless_receiver(node):
                 return None
-            for arg in node.args:
-                # (`sd[key] if key in sd.keys() else sd`: either branch)
-                choices = (
-                    (arg.value.body, arg.value.orelse)
-                    if isinstance(arg.value, cst.IfExp)
-                    else (arg.value,)
-                )
-                for value in choices:
-                    if isinstance(value, cst.Subscript):
-                        value = value.value
-                    if is_result(value):
-                        return "the result goes into `load_state_dict`"
+            if any(is_result(value) for arg in node.args for value in _state_dicts_in(arg.value)):
+                return "the result goes into `load_state_dict`"
         if type(node) is cst.Subscript and is_result(node.value):
             for element in node.slice:
                 index = element.slice
@@ -1143,24 +1136,40 @@ def _made_on_cpu(value: cst.BaseExpression, name: str, names: ImportMap) -> bool
         )
     if qualified not in FACTORIES or qualified in _DATA_COPIES:
         return False
-    return not any(_device_keyword(arg) for arg in value.args)
+    # (`**options` may hold a device)
+    return not any(_device_keyword(arg) or arg.star == "**" for arg in value.args)
 
 
-def _local_made_on_cpu(value: cst.BaseExpression, scope: cst.CSTNode, names: ImportMap) -> bool:
+def _local_made_on_cpu(
+    value: cst.BaseExpression, scope: cst.CSTNode, names: ImportMap, module: cst.Module
+) -> bool:
     """A name ``scope`` binds only to tensors it makes on the CPU (see `_made_on_cpu`) and
     never moves: `logits = torch.empty(n, k)`, filled in place with `logits[i:j] = out.cpu()`
     (a copy into a CPU tensor stays there), then saved."""
-    if not isinstance(value, cst.Name):
-        return False
+    if not isinstance(value, cst.Name) or any(
+        type(node) is cst.Call and names.qualified_name(node.func) in _DEFAULT_DEVICE_SETTERS
+        for node in descendants(module)
+    ):
+        return False  # (a default device: factories make their tensors there)
     name = value.value
     bound = False
     for node in descendants(scope):
+        if (
+            isinstance(node, cst.WithItem)
+            and isinstance(node.item, cst.Call)
+            and names.qualified_name(node.item.func) == "torch.device"
+        ):
+            return False  # (`with torch.device("cuda"):` the same, inside it)
         if type(node) is cst.Assign:
             for target in node.targets:
                 if type(target.target) is cst.Name and target.target.value == name:
-                    if not _made_on_cpu(node.value, name, names):
+                    if not _made_on_cpu(node.value, name, names) or _loads_onto_a_device(
+                        node.value, names
+                    ):
                         return False
                     bound = True
+                elif dotted_name(target.target) == f"{name}.data":
+                    return False  # `logits.data = gpu_tensor`
                 elif type(target.target) is not cst.Subscript and name in _root_dotted(
                     target.target
                 ):
@@ -1172,10 +1181,19 @@ def _local_made_on_cpu(value: cst.BaseExpression, scope: cst.CSTNode, names: Imp
             if name in _root_dotted(node.target):
                 return False
         elif (
-            _method(node) in ("cuda", "to") and dotted_name(_receiver(cast(cst.Call, node))) == name
+            _method(node) in ("cuda", "to", "set_")
+            and dotted_name(_receiver(cast(cst.Call, node))) == name
         ):
             return False
     return bound
+
+
+def _loads_onto_a_device(value: cst.BaseExpression, names: ImportMap) -> bool:
+    """`torch.load(path, map_location="cuda")`: a load that places what it reads."""
+    if not (isinstance(value, cst.Call) and names.qualified_name(value.func) == "torch.load"):
+        return False
+    where = argument(value, 1, "map_location")
+    return where is not None and not _names_cpu(where.value)
 
 
 def _receiver(call: cst.Call) -> cst.BaseExpression:
@@ -1205,11 +1223,29 @@ def _plain_method(function: cst.FunctionDef) -> bool:
     )
 
 
+def _state_dicts_in(passed: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    """What a `load_state_dict` argument may read: `sd` of `sd["params"]`, and either branch of
+    `sd[key] if key in sd.keys() else sd`."""
+    choices = (passed.body, passed.orelse) if isinstance(passed, cst.IfExp) else (passed,)
+    for value in choices:
+        yield value.value if isinstance(value, cst.Subscript) else value
+
+
 def _restoring_receiver(node: cst.CSTNode, is_result: _Matcher) -> Optional[str]:
     """`self.actor` in `self.actor.load_state_dict(state)`, where ``state`` is the result."""
     if type(node) is not cst.Call or _method(node) != "load_state_dict":
         return None
     if not any(is_result(arg.value) for arg in node.args):
+        return None
+    return dotted_name(cast(cst.Attribute, node.func).value)
+
+
+def _weights_receiver(node: cst.CSTNode, is_result: _Matcher) -> Optional[str]:
+    """`model` in `model.load_state_dict(sd["params"] if "params" in sd else sd)`, where ``sd``
+    is the result: what restores the weights read, by name."""
+    if type(node) is not cst.Call or _method(node) != "load_state_dict":
+        return None
+    if not any(is_result(value) for arg in node.args for value in _state_dicts_in(arg.value)):
         return None
     return dotted_name(cast(cst.Attribute, node.func).value)
 

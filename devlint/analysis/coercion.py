@@ -74,13 +74,14 @@ def _keeps_placement(statement: ast.stmt, name: str) -> bool:
             isinstance(node, ast.Name)
             and node.id == name
             and isinstance(node.ctx, ast.Store)
-            and not _converted_in_place(statement, node)
+            and not _rebound_by_own_method(statement, node)
         ):
             return False
     return True
 
 
-def _converted_in_place(statement: ast.stmt, target: ast.Name) -> bool:
+def _rebound_by_own_method(statement: ast.stmt, target: ast.Name) -> bool:
+    """Whether ``target`` is bound by `name = name.method(...)`, a method keeping placement."""
     for node in ast.walk(statement):
         if isinstance(node, ast.Assign) and node.targets == [target]:
             value = node.value
@@ -147,14 +148,17 @@ def _returned_values(returned: ast.Return) -> Optional[dict[int, ast.expr]]:
 
 
 def _top_level_index(body: Sequence[ast.stmt]) -> dict[int, int]:
-    """For a `return` of the top level, or alone in the body of a top-level `if` without
-    `else`, the index of that top-level statement."""
+    """For a `return` of the top level, or the first statement of the body of a top-level
+    `if` without `else` (nothing before it rebinds what it returns), the index of that
+    top-level statement."""
     placed: dict[int, int] = {}
     for index, statement in enumerate(body):
         if isinstance(statement, ast.Return):
             placed[id(statement)] = index
-        elif isinstance(statement, ast.If) and not statement.orelse:
-            for inner in statement.body:
-                if isinstance(inner, ast.Return):
-                    placed[id(inner)] = index
+        elif (
+            isinstance(statement, ast.If)
+            and not statement.orelse
+            and isinstance(statement.body[0], ast.Return)
+        ):
+            placed[id(statement.body[0])] = index
     return placed

@@ -506,12 +506,12 @@ class DeviceFlow(CallContexts):
 
     def _inherited_members(self, facts: ClassFacts, init: Optional[FunctionNode]) -> ModuleMembers:
         """What the `__init__` of a class's one base, a module class of the file, sets: where
-        the class has no `__init__`, or its own runs `super().__init__(...)` first."""
+        the class has no `__init__`, or its own runs `super().__init__(...)`."""
         bases = facts.node.bases
         base = dotted_name(bases[0]) if len(bases) == 1 else None
         if base is None or base not in self.classes or not self.is_module_class(base):
             return NO_MEMBERS
-        if init is not None and not _calls_super_init(init):
+        if init is not None and not _calls_super_init(init, facts.node.name):
             return NO_MEMBERS
         return self.module_members(base)
 
@@ -1545,18 +1545,21 @@ def _attributes_constructed_anywhere(init: FunctionNode) -> Iterator[tuple[str, 
             yield name, first
 
 
-def _calls_super_init(init: FunctionNode) -> bool:
+def _calls_super_init(init: FunctionNode, class_name: str) -> bool:
     """Whether a statement of ``init``'s top level is `super().__init__(...)` (or
-    `super(Cls, self).__init__(...)`)."""
+    `super(Cls, self).__init__(...)` of its own class: naming another skips the base's)."""
     for statement in init.body:
         call = statement.value if isinstance(statement, ast.Expr) else None
-        if (
+        if not (
             isinstance(call, ast.Call)
             and isinstance(call.func, ast.Attribute)
             and call.func.attr == "__init__"
             and isinstance(call.func.value, ast.Call)
             and dotted_name(call.func.value.func) == "super"
         ):
+            continue
+        named = call.func.value.args
+        if not named or dotted_name(named[0]) == class_name:
             return True
     return False
 

@@ -309,10 +309,11 @@ def runs_on_cpu_by_design(function: FunctionNode, classes: Iterable[str]) -> boo
     name = function.name
     if name in _CPU_BY_DESIGN_METHODS or "collat" in name.lower():
         return True
-    return any(_prepares_data(base.rpartition(".")[2]) for base in classes)
+    return any(prepares_data(base.rpartition(".")[2]) for base in classes)
 
 
-def _prepares_data(class_name: str) -> bool:
+def prepares_data(class_name: str) -> bool:
+    """A dataset or a data collator, by its class's name."""
     return class_name.endswith("Dataset") or "Collat" in class_name
 
 

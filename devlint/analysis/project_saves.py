@@ -276,8 +276,11 @@ def _saves_weights_as_they_are(value: ast.expr, scope: ast.AST) -> bool:
     return False
 
 
-# The names of optimizers as written (`optimizer`, `self.optim_g`, `opt`, `d_opt`).
-OPTIMIZER_NAME = re.compile(r"optim|^opt$|^opt_|_opt$", re.IGNORECASE)
+# The names of optimizers as written (`optimizer`, `self.optim_g`, `opt`, `d_opt`,
+# `optimizers`), not `optimized_model` or `option`.
+OPTIMIZER_NAME = re.compile(
+    r"^(?:\w+_)?(?:optim|optimizer|optimiser|opt)(?:s|\d+|_\w+)?$", re.IGNORECASE
+)
 
 
 def _saves_optimizer_state(value: ast.expr) -> bool:

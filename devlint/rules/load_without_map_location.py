@@ -317,6 +317,19 @@ class LoadWithoutMapLocation(Rule):
         "    def load(self, path):\n        self.actor.load_state_dict(torch.load(path))",
     )
     INVALID = (
+        # the same cache, but factories make tensors on the default device set above
+        Invalid(
+            "import torch\nfrom pathlib import Path\ntorch.set_default_device('cuda')\n"
+            "def infer(out_dir, loader, model):\n"
+            "    cache = out_dir + '/logits.pth'\n    if Path(cache).is_file():\n"
+            "        logits = torch.load(cache)\n    else:\n"
+            "        logits = torch.empty(100, 5)\n"
+            "        for i, x in enumerate(loader):\n"
+            "            logits[i] = model(x.cuda())\n"
+            "        torch.save(logits, cache)\n    return logits",
+            7,
+            18,
+        ),
         # ... made on the GPU
         Invalid(
             "import torch\nfrom pathlib import Path\ndef infer(out_dir, loader, model):\n"

@@ -66,8 +66,9 @@ class TensorAttributeNotBuffer(FlowRule):
     most operations: it is flagged where it is an operand that a GPU refuses as a
     0-dim CPU tensor (a bound of `clamp`, the mask of `masked_fill`). A class with
     no `forward` of its own runs the one it inherits from a class of the file
-    (which calls the subclass's methods); a `to()` that never names the attribute
-    does not move it.
+    (which calls the subclass's methods); a `to()` of the class moves the
+    attribute only where it names it, hands `self` on, or reaches the module's
+    attributes without naming them (`vars(self)`, `self.__dict__.items()`).
 
     Also flags a cache: an attribute `__init__` sets to `None` that `forward`
     (or a method it runs) fills, under a condition that never asks where the
@@ -118,6 +119,20 @@ class TensorAttributeNotBuffer(FlowRule):
     )
 
     VALID = (
+        # a `to()` handing `self` to a helper that moves every tensor it holds
+        "import torch\nfrom torch import nn\ndef move_tensors(module, *args):\n"
+        "    for k, v in list(module.__dict__.items()):\n"
+        "        if torch.is_tensor(v):\n            module.__dict__[k] = v.to(*args)\n"
+        "class Clip(nn.Module):\n    def __init__(self, low):\n        super().__init__()\n"
+        "        self.low = torch.tensor(low)\n"
+        "    def to(self, *args, **kwargs):\n        move_tensors(self, *args)\n"
+        "        return super().to(*args, **kwargs)\n"
+        "    def forward(self, x):\n        return x.clamp(min=self.low)",
+        # a clamp of the attribute by a number: nothing of the input's there
+        "import torch\nfrom torch import nn\nclass Scaled(nn.Module):\n"
+        "    def __init__(self, t=0.07):\n        super().__init__()\n"
+        "        self.t = torch.tensor(t)\n"
+        "    def forward(self, x):\n        return x / torch.clamp(self.t, min=1e-4)",
         # a number kept as a 0-dim tensor mixes with any device in arithmetic
         "import torch\nfrom torch import nn\nclass Scale(nn.Module):\n"
         "    def __init__(self, scale):\n        super().__init__()\n"
@@ -668,9 +683,10 @@ class TensorAttributeNotBuffer(FlowRule):
 
 def _may_move(method: FunctionNode, attribute: str) -> bool:
     """Whether ``method`` (a `to`, `cuda` or `_apply` of the class, or a method one of them
-    calls) may move `self.<attribute>`: it names it, or reaches the module's attributes
-    without naming them (`vars(self)`, `self.__dict__.items()`, `getattr(self, name)`);
-    `self.__dict__["_parent"] = None` names another."""
+    calls) may move `self.<attribute>`: it names the attribute (on `self`, or on what
+    `super().to()` returned), hands `self` to a function, or reaches the module's attributes
+    without naming them (`vars(self)`, `self.__dict__.items()`, `self.__setattr__(...)`,
+    `getattr(self, name)`); `self.__dict__["_parent"] = None` names another."""
     nodes = list(nodes_below(method))
     named_keys = {
         id(node.value)
@@ -680,11 +696,16 @@ def _may_move(method: FunctionNode, attribute: str) -> bool:
         and node.slice.value != attribute
     }
     for node in nodes:
-        if isinstance(node, ast.Attribute) and dotted_name(node.value) == "self":
-            if node.attr == attribute or (node.attr == "__dict__" and id(node) not in named_keys):
+        if isinstance(node, ast.Attribute):
+            on_self = dotted_name(node.value) == "self"
+            dunder = on_self and node.attr.startswith("__") and id(node) not in named_keys
+            if node.attr == attribute or dunder:
                 return True
-        elif isinstance(node, ast.Call) and dotted_name(node.func) in _REFLECTION:
-            return True
+        elif isinstance(node, ast.Call):
+            if dotted_name(node.func) in _REFLECTION:
+                return True
+            if any(dotted_name(passed) == "self" for passed in call_arguments(node)):
+                return True
     return False
 
 
@@ -712,10 +733,11 @@ def _first_refused_use(
 ) -> Optional[ast.expr]:
     """The first `self.<attribute>` in ``run_by_forward`` that is an operand a 0-dim CPU tensor
     cannot be beside a tensor on a GPU (a bound of `clamp`, the mask of `masked_fill`; see
-    `refuses_cpu_scalars`), where another operand is no attribute of the module (the input,
-    a local computed from it)."""
+    `refuses_cpu_scalars`), where another operand reads the function's inputs (`obs.clamp(
+    self.low)`), which are on the module's device."""
     written = f"self.{attribute}"
     for function in run_by_forward:
+        inputs = {parameter.arg for parameter in parameters_of(function)} - {"self"}
         uses: list[ast.expr] = []
         for node in nodes_below(function):
             if not isinstance(node, ast.Call):
@@ -723,17 +745,18 @@ def _first_refused_use(
             qualified = names.qualified_syntax_name(node.func)
             operands = refuses_cpu_scalars(node, qualified)
             ours = [operand for operand in operands if dotted_name(operand) == written]
-            others = [
-                operand
-                for operand in operands
-                if not isinstance(operand, ast.Constant)
-                and not (dotted_name(operand) or "").startswith("self.")
-            ]
+            others = [operand for operand in operands if _reads(operand, inputs)]
             if others:
                 uses.extend(ours)
         if uses:
             return min(uses, key=lambda use: (use.lineno, use.col_offset))
     return None
+
+
+def _reads(operand: ast.expr, inputs: Collection[str]) -> bool:
+    """Whether ``operand`` reads one of the function's inputs (`obs`, `x.abs()`): a tensor of
+    the caller's, on the module's device."""
+    return any(isinstance(node, ast.Name) and node.id in inputs for node in nodes_below(operand))
 
 
 def _moved_attributes(init: FunctionNode) -> set[str]:
