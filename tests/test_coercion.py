@@ -7,7 +7,13 @@ import textwrap
 
 import pytest
 
-from devlint.analysis.coercion import ALONE, coerced_name, coerced_returns, tensor_from
+from devlint.analysis.coercion import (
+    ALONE,
+    coerced_name,
+    coerced_returns,
+    coerced_value,
+    tensor_from,
+)
 from devlint.analysis.names import ImportMap
 
 
@@ -115,3 +121,26 @@ def test_coerced_returns_alone_and_refusals() -> None:
         """
     )
     assert coerced_returns(nested, names) == frozenset()
+
+
+def test_coerced_value_through_a_helper_or_an_unpacking() -> None:
+    tree, names = _parsed(
+        """
+        import torch
+        def check(v):
+            if not torch.is_tensor(v):
+                v = torch.tensor(v)
+            return v, 1.0
+        def init(low, high):
+            low, eps = check(low)
+            high = 2
+            use(low, high)
+        """
+    )
+    check, init = tree.body[1], tree.body[2]
+    assert isinstance(check, ast.FunctionDef) and isinstance(init, ast.FunctionDef)
+    functions = {"check": check}
+    low, high = init.body[2].value.args  # type: ignore[attr-defined]
+    assert coerced_value(low, init, 2, names, functions)
+    assert not coerced_value(high, init, 2, names, functions)  # rebound to a number
+    assert not coerced_value(low, init, 2, names, {})  # the helper out of sight

@@ -266,15 +266,17 @@ def cpu_parameters(linted: str, function: ast.FunctionDef | ast.AsyncFunctionDef
         calls = _calls_of(path, tree, linted, name) if tree is not None else None
         if calls is None:
             return frozenset()
+        if not calls:
+            continue
         assert tree is not None
-        source = _source(path) if calls else ""
-        if calls and is_test_module(os.path.relpath(path, root)):
+        source = source_text(path) or "cuda"  # (unreadable: as if it named a device)
+        if is_test_module(os.path.relpath(path, root)):
             # A test exercises the function with data of its choosing: no word for where the
             # project's callers keep theirs, unless its file may place some on a device.
             if DEVICE_WORDS.search(source):
                 return frozenset()
             continue
-        preparing = _in_cpu_data_code(tree, source) if calls else set()
+        preparing = _in_cpu_data_code(tree, source)
         for call in calls:
             moved = _moved_to_cpu_by(call, positional)
             if moved is not None and id(call) in preparing:
@@ -285,11 +287,12 @@ def cpu_parameters(linted: str, function: ast.FunctionDef | ast.AsyncFunctionDef
     return frozenset(agreed or ())
 
 
-def _source(path: str) -> str:
-    try:
-        return Path(path).read_text("utf-8", "replace")
-    except OSError:
-        return "cuda"  # (unreadable: as if it named a device)
+def _decoded(path: str, data: bytes) -> str:
+    return data.decode("utf-8", "replace")
+
+
+# A project file's text, read once while it is unchanged (for each function it calls, each load).
+source_text = ByStamp(_decoded)
 
 
 def _in_cpu_data_code(tree: ast.Module, source: str) -> set[int]:

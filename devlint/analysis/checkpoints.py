@@ -511,6 +511,7 @@ class CheckpointEvidence:
         # The attributes of `self` that always hold CPU tensors (see `_cpu_attributes`).
         self._cpu_attributes: Optional[set[str]] = None
         self._no_gpus: Optional[bool] = None
+        self._default_device: Optional[bool] = None  # see `_sets_default_device`
 
     def evidence(
         self,
@@ -599,7 +600,11 @@ class CheckpointEvidence:
             made_here = (own or not chosen_by_caller) and not _from_caller(value, saving_scope)
             if made_here and self._runs_on_cpu_only():
                 return LoadEvidence(safe="saved by this file, which moves nothing to a device")
-            if made_here and _local_made_on_cpu(value, saving_scope, self._names, self._module):
+            if (
+                made_here
+                and not self._sets_default_device()
+                and _local_made_on_cpu(value, saving_scope, self._names)
+            ):
                 return LoadEvidence(safe="saved by this file from a tensor it made on the CPU")
             if _shows_device(value) or _device_on_the_way(saving_scope, value):
                 return LoadEvidence(checkpoint=checkpoint or self._saved_from(value))
@@ -627,6 +632,17 @@ class CheckpointEvidence:
         if not restored or OPTIMIZER_NAME.search(restored.rpartition(".")[2]):
             return None
         return convention.cpu_saver
+
+    def _sets_default_device(self) -> bool:
+        """Whether the file sets a default device (`torch.set_default_device("cuda")`): its
+        factories then make their tensors there."""
+        if self._default_device is None:
+            self._default_device = any(
+                type(node) is cst.Call
+                and self._names.qualified_name(node.func) in _DEFAULT_DEVICE_SETTERS
+                for node in descendants(self._module)
+            )
+        return self._default_device
 
     def _hides_gpus(self) -> bool:
         """A top-level `os.environ["CUDA_VISIBLE_DEVICES"] = ""` (or `"-1"`): the process that
@@ -1140,26 +1156,16 @@ def _made_on_cpu(value: cst.BaseExpression, name: str, names: ImportMap) -> bool
     return not any(_device_keyword(arg) or arg.star == "**" for arg in value.args)
 
 
-def _local_made_on_cpu(
-    value: cst.BaseExpression, scope: cst.CSTNode, names: ImportMap, module: cst.Module
-) -> bool:
+def _local_made_on_cpu(value: cst.BaseExpression, scope: cst.CSTNode, names: ImportMap) -> bool:
     """A name ``scope`` binds only to tensors it makes on the CPU (see `_made_on_cpu`) and
     never moves: `logits = torch.empty(n, k)`, filled in place with `logits[i:j] = out.cpu()`
-    (a copy into a CPU tensor stays there), then saved."""
-    if not isinstance(value, cst.Name) or any(
-        type(node) is cst.Call and names.qualified_name(node.func) in _DEFAULT_DEVICE_SETTERS
-        for node in descendants(module)
-    ):
-        return False  # (a default device: factories make their tensors there)
+    (a copy into a CPU tensor stays there), then saved. (A default device the file sets is
+    the caller's to rule out.)"""
+    if not isinstance(value, cst.Name):
+        return False
     name = value.value
     bound = False
     for node in descendants(scope):
-        if (
-            isinstance(node, cst.WithItem)
-            and isinstance(node.item, cst.Call)
-            and names.qualified_name(node.item.func) == "torch.device"
-        ):
-            return False  # (`with torch.device("cuda"):` the same, inside it)
         if type(node) is cst.Assign:
             for target in node.targets:
                 if type(target.target) is cst.Name and target.target.value == name:
@@ -1175,6 +1181,10 @@ def _local_made_on_cpu(
                 ):
                     return False  # unpacked (`logits, n = ...`)
         elif isinstance(node, cst.WithItem):
+            if isinstance(node.item, cst.Call) and names.qualified_name(node.item.func) == (
+                "torch.device"
+            ):
+                return False  # (`with torch.device("cuda"):` factories make tensors there)
             if node.asname is not None and name in _root_dotted(node.asname.name):
                 return False
         elif isinstance(node, (cst.For, cst.AnnAssign, cst.NamedExpr)):
@@ -1243,11 +1253,9 @@ def _restoring_receiver(node: cst.CSTNode, is_result: _Matcher) -> Optional[str]
 def _weights_receiver(node: cst.CSTNode, is_result: _Matcher) -> Optional[str]:
     """`model` in `model.load_state_dict(sd["params"] if "params" in sd else sd)`, where ``sd``
     is the result: what restores the weights read, by name."""
-    if type(node) is not cst.Call or _method(node) != "load_state_dict":
-        return None
-    if not any(is_result(value) for arg in node.args for value in _state_dicts_in(arg.value)):
-        return None
-    return dotted_name(cast(cst.Attribute, node.func).value)
+    return _restoring_receiver(
+        node, lambda passed: any(is_result(value) for value in _state_dicts_in(passed))
+    )
 
 
 def _is_dataset(classes: Sequence[str]) -> bool:

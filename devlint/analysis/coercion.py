@@ -17,7 +17,7 @@ at that position wherever it returns anything there but None:
 from __future__ import annotations
 
 import ast
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Optional
 
 from devlint.analysis.names import ImportMap
@@ -27,6 +27,85 @@ from devlint.analysis.torch_api import PLACEMENT_KEEPING_METHODS, SCALAR_CAPABLE
 from devlint.analysis.units import FunctionNode
 
 _CONSTRUCTORS = SCALAR_CAPABLE_FACTORIES | {"torch.Tensor", "torch.FloatTensor"}
+
+
+def cpu_data_constructor(call: ast.Call, names: ImportMap) -> bool:
+    """`torch.tensor(low)`: a data constructor of torch given no `device=` (nor `**options`,
+    which may hold one), so a CPU tensor made of a number or a list."""
+    return (
+        keyword_value(call, "device") is None
+        and all(keyword.arg is not None for keyword in call.keywords)
+        and names.qualified_syntax_name(call.func) in _CONSTRUCTORS
+    )
+
+
+def coerced_value(
+    value: ast.expr,
+    function: FunctionNode,
+    index: int,
+    names: ImportMap,
+    functions: Mapping[str, FunctionNode],
+) -> bool:
+    """Whether ``value``, read by ``function.body[index]``, is a coerced tensor: a name coerced
+    before it (see `tensor_from`), or what a helper returns coerced, called there
+    (`self.low = check_val(low)`) or unpacked before (`low, eps = check_val(low)`). A helper is
+    a function defined in ``function``'s body or one of ``functions``, the file's."""
+    if isinstance(value, ast.Call):
+        helper = _helper_called(value, function, functions)
+        return helper is not None and ALONE in coerced_returns(helper, names)
+    if not isinstance(value, ast.Name):
+        return False
+    if tensor_from(function.body, value.id, index, names):
+        return True
+    for earlier in range(index - 1, -1, -1):
+        statement = function.body[earlier]
+        position = _unpacked_position(statement, value.id)
+        if position is not None:
+            assert isinstance(statement, ast.Assign)
+            helper = _helper_called(statement.value, function, functions)
+            return helper is not None and position in coerced_returns(helper, names)
+        if any(
+            isinstance(node, ast.Name) and node.id == value.id and isinstance(node.ctx, ast.Store)
+            for node in ast.walk(statement)
+        ):
+            return False
+    return False
+
+
+def _helper_called(
+    call: ast.expr, function: FunctionNode, functions: Mapping[str, FunctionNode]
+) -> Optional[FunctionNode]:
+    """The function ``call`` calls by name (`check_val(low)`): one defined in ``function``'s
+    body, else one of ``functions``."""
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
+        return None
+    called = call.func.id
+    nested = (
+        candidate
+        for candidate in function.body
+        if isinstance(candidate, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and candidate.name == called
+    )
+    return next(nested, None) or functions.get(called)
+
+
+def _unpacked_position(statement: ast.stmt, name: str) -> Optional[int]:
+    """Where an assignment binds ``name`` from a call's result: `ALONE` for `name = f()`, the
+    place in the tuple for `a, name = f()`."""
+    if not (
+        isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and isinstance(statement.value, ast.Call)
+    ):
+        return None
+    target = statement.targets[0]
+    if isinstance(target, ast.Name):
+        return ALONE if target.id == name else None
+    if isinstance(target, ast.Tuple):
+        for position, element in enumerate(target.elts):
+            if isinstance(element, ast.Name) and element.id == name:
+                return position
+    return None
 
 
 def coerced_name(statement: ast.stmt, names: ImportMap) -> Optional[str]:
@@ -45,9 +124,7 @@ def coerced_name(statement: ast.stmt, names: ImportMap) -> Optional[str]:
         and isinstance(last.targets[0], ast.Name)
         and last.targets[0].id == tested.name
         and isinstance(last.value, ast.Call)
-        and keyword_value(last.value, "device") is None
-        and all(keyword.arg is not None for keyword in last.value.keywords)
-        and names.qualified_syntax_name(last.value.func) in _CONSTRUCTORS
+        and cpu_data_constructor(last.value, names)
     ):
         return None
     return tested.name

@@ -44,6 +44,7 @@ from devlint.analysis.callers import (
     moved_to_cpu,
     parsed,
     project_folder,
+    source_text,
 )
 from devlint.analysis.cpu_only import DEVICE_WORDS
 from devlint.analysis.syntax import (
@@ -104,7 +105,7 @@ def _convention(root: Path) -> SaveConvention:
                 direct = True  # (a saver out of sight may save anything)
             continue
         # (a file with no device word, a conversion script, saves weights on the CPU)
-        device_words = bool(DEVICE_WORDS.search(Path(path).read_bytes().decode("utf-8", "replace")))
+        device_words = bool(DEVICE_WORDS.search(source_text(path) or "cuda"))
         for save, scope in _torch_saves(tree, tree, _save_names(tree)):
             where = f"{os.path.relpath(path, root)}:{save.lineno}"
             name = _name_in_callers_folder(save, scope)

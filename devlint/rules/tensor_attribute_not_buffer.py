@@ -6,7 +6,7 @@ from typing import Optional, Union
 
 from devlint.analysis.cached_tensors import CachedTensor, cached_tensors
 from devlint.analysis.calls import converts_dtype
-from devlint.analysis.coercion import ALONE, coerced_returns, tensor_from
+from devlint.analysis.coercion import coerced_value, cpu_data_constructor
 from devlint.analysis.contexts import defaults_of
 from devlint.analysis.names import ImportMap
 from devlint.analysis.parameters import TENSOR_TYPES
@@ -561,48 +561,13 @@ class TensorAttributeNotBuffer(FlowRule):
         return found[::-1]
 
     def _maybe_0_dim_tensor(self, value: ast.expr, init: FunctionNode, index: int) -> bool:
-        """A CPU tensor that may be 0-dim: a data constructor given no list and no device
-        (`torch.tensor(low)`), or a name ``init`` coerces into one before ``index``, itself or
+        """A CPU tensor that may be 0-dim: a data constructor given no device
+        (`torch.tensor(low)`), or a value ``init`` coerces into one before ``index``, itself or
         through a function returning it (`low, eps = check_val(low)`; see `coercion`)."""
         names = self.analysis.names
-        if isinstance(value, ast.Call):
-            helper = self._helper_called(value, init)
-            if helper is not None:
-                return ALONE in coerced_returns(helper, names)
-            return (
-                names.qualified_syntax_name(value.func) in SCALAR_CAPABLE_FACTORIES
-                and bool(value.args)
-                and keyword_value(value, "device") is None
-                and all(keyword.arg is not None for keyword in value.keywords)
-            )
-        if not isinstance(value, ast.Name):
-            return False
-        if tensor_from(init.body, value.id, index, names):
+        if isinstance(value, ast.Call) and bool(value.args) and cpu_data_constructor(value, names):
             return True
-        for earlier in range(index - 1, -1, -1):
-            statement = init.body[earlier]
-            position = _unpacked_position(statement, value.id)
-            if position is not None:
-                assert isinstance(statement, ast.Assign)
-                helper = self._helper_called(statement.value, init)
-                return helper is not None and position in coerced_returns(helper, names)
-            if any(
-                isinstance(node, ast.Name) and node.id == value.id
-                for node in nodes_below(statement)
-                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
-            ):
-                return False
-        return False
-
-    def _helper_called(self, call: ast.expr, init: FunctionNode) -> Optional[FunctionNode]:
-        """The function ``call`` calls (`check_val(low)`): one defined in ``init`` or at the
-        top level of the file."""
-        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
-            return None
-        for candidate in init.body:
-            if isinstance(candidate, _FUNCTIONS) and candidate.name == call.func.id:
-                return candidate
-        return self.analysis.flow.functions.get(call.func.id)
+        return coerced_value(value, init, index, names, self.analysis.flow.functions)
 
     def _is_plain_tensor(self, value: ast.expr, local: Mapping[str, ast.expr]) -> bool:
         """A tensor made on the CPU: a factory without `device=`, or what a placement-keeping
@@ -707,25 +672,6 @@ def _may_move(method: FunctionNode, attribute: str) -> bool:
             if any(dotted_name(passed) == "self" for passed in call_arguments(node)):
                 return True
     return False
-
-
-def _unpacked_position(statement: ast.stmt, name: str) -> Optional[int]:
-    """Where an assignment binds ``name`` from a call's result: `ALONE` for `name = f()`, the
-    place in the tuple for `a, name = f()`."""
-    if not (
-        isinstance(statement, ast.Assign)
-        and len(statement.targets) == 1
-        and isinstance(statement.value, ast.Call)
-    ):
-        return None
-    target = statement.targets[0]
-    if isinstance(target, ast.Name):
-        return ALONE if target.id == name else None
-    if isinstance(target, ast.Tuple):
-        for position, element in enumerate(target.elts):
-            if isinstance(element, ast.Name) and element.id == name:
-                return position
-    return None
 
 
 def _first_refused_use(
