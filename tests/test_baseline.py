@@ -57,7 +57,7 @@ def test_nothing_new_nothing_reported(legacy: Path) -> None:
 
 def test_moved_lines_stay_baselined_and_only_the_new_bug_is_reported(legacy: Path) -> None:
     moved = '"""Training, now with a docstring."""\nimport os\n\n' + LEGACY
-    new_bug = "\nx = torch.load(path)\n"
+    new_bug = "\nx = torch.load(ckpt)\n"
     write(legacy, {"src/train.py": moved + new_bug, "src/twins.py": "\n\n" + TWINS})
     result = run_cli("--baseline", "devlint-baseline.json", "src", cwd=legacy)
     assert result.returncode == 1
@@ -80,7 +80,7 @@ def test_an_edited_line_is_new(legacy: Path) -> None:
 
 def test_the_baseline_works_from_another_folder(legacy: Path) -> None:
     # Files are recorded relative to the baseline's folder, not to where devlint runs.
-    write(legacy, {"src/train.py": LEGACY + "x = torch.load(path)\n"})
+    write(legacy, {"src/train.py": LEGACY + "x = torch.load(ckpt)\n"})
     result = run_cli("--baseline", "../devlint-baseline.json", ".", cwd=legacy / "src")
     assert findings_of(result.stdout) == [("train.py", 5, 5, "DEV008")]
 

@@ -262,7 +262,7 @@ def test_a_byte_order_mark_does_not_shift_columns(project: Path) -> None:
 def test_crlf_line_endings(project: Path) -> None:
     source = (
         b"import torch\r\n\r\nx = x.cuda()\r\ny = y.cuda()  # noqa: DEV001\r\n"
-        b"z = f(\r\n    z.cuda(),\r\n)  # noqa\r\nw = torch.load('w.pt')\r\n"
+        b"z = f(\r\n    z.cuda(),\r\n)  # noqa\r\nw = torch.load('weights.pt')\r\n"
     )
     write(project, {"crlf.py": source})
     result = run_cli("crlf.py", cwd=project)

@@ -37,8 +37,8 @@ python train.py --cuda
 >>> batch = torch.randn(8, 4)
 >>> out = model(batch)
 tensor(...)
->>> w = torch.load("w.pt")  # noqa: DEV008
->>> v = torch.load("v.pt")
+>>> w = torch.load("weights.pt")  # noqa: DEV008
+>>> v = torch.load("vae_weights.pt")
 ```
 """
 
@@ -54,7 +54,7 @@ Tutorial
 
 A literal block::
 
-    state = torch.load("w.pt")
+    state = torch.load("weights.pt")
 
 .. code-block:: bash
 
@@ -106,14 +106,15 @@ def test_fixes_rewrite_inside_the_blocks_only(docs: Path) -> None:
         'import torch.nn as nn\n\ndevice = torch.device("cuda" if torch.cuda.is_available() '
         'else "cpu")\n```',
     ).replace("  model.cuda()", "  model.to(device)").replace(
-        '>>> v = torch.load("v.pt")', '>>> v = torch.load("v.pt", map_location="cpu")'
+        '>>> v = torch.load("vae_weights.pt")',
+        '>>> v = torch.load("vae_weights.pt", map_location="cpu")',
     )
     rst = (docs / "docs/page.rst").read_text(encoding="utf-8")
     assert rst == RST.replace(
         "   model = torch.nn.Linear(4, 2).cuda()",
         '\n   device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
         "   model = torch.nn.Linear(4, 2).to(device)",
-    ).replace('torch.load("w.pt")', 'torch.load("w.pt", map_location="cpu")').replace(
+    ).replace('torch.load("weights.pt")', 'torch.load("weights.pt", map_location="cpu")').replace(
         ">>> x = torch.ones(2).cuda()", ">>> x = torch.ones(2).to(device)"
     )
     again = run_cli("docs", "--include-docs", "--fix", "--unsafe-fixes", "--no-cache", cwd=docs)
@@ -134,7 +135,7 @@ def test_rows_outside_blocks_are_blank_and_columns_shift_back() -> None:
 def test_a_notebook_exported_to_markdown_has_its_ipython_lines_masked(tmp_path: Path) -> None:
     page = (
         "```python\n!pip install torch\nimport torch\n```\n\n"
-        "```python\n%%time\nw = torch.load('w.pt')\n```\n\n"
+        "```python\n%%time\nw = torch.load('weights.pt')\n```\n\n"
         '```py title="setup.py"\n%%writefile setup.py\nx = torch.ones(2).cuda()\n```\n\n'
         "```python\n%%time\nthis is a sketch\n```\n"
     )
@@ -147,4 +148,4 @@ def test_a_notebook_exported_to_markdown_has_its_ipython_lines_masked(tmp_path: 
     fixed = run_cli("exported.md", "--fix", "--unsafe-fixes", "--no-cache", cwd=tmp_path)
     assert "Fixed 1 problem" in fixed.stdout
     text = (tmp_path / "exported.md").read_text(encoding="utf-8")
-    assert text == page.replace("load('w.pt')", "load('w.pt', map_location=\"cpu\")")
+    assert text == page.replace("load('weights.pt')", "load('weights.pt', map_location=\"cpu\")")

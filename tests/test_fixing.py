@@ -234,7 +234,7 @@ def test_fix_from_standard_input(tmp_path: Path) -> None:
 
 
 def test_json_carries_the_fix_like_ruff(tmp_path: Path) -> None:
-    write(tmp_path, {"a.py": "import torch\nx = torch.load('a.pt')\n"})
+    write(tmp_path, {"a.py": "import torch\nx = torch.load('net.pt')\n"})
     [finding] = json.loads(run_cli("--format", "json", "a.py", cwd=tmp_path).stdout)
     assert finding["fix"] == {
         "applicability": "unsafe",
@@ -242,8 +242,8 @@ def test_json_carries_the_fix_like_ruff(tmp_path: Path) -> None:
         "edits": [
             {
                 "content": ', map_location="cpu"',
-                "location": {"row": 2, "column": 22},
-                "end_location": {"row": 2, "column": 22},
+                "location": {"row": 2, "column": 24},
+                "end_location": {"row": 2, "column": 24},
             }
         ],
     }

@@ -63,7 +63,7 @@ def test_noqa_is_honoured(tmp_path: Path) -> None:
 
 
 def test_flake8_selection_applies(tmp_path: Path) -> None:
-    write(tmp_path, {"train.py": "import torch\nmodel = Net().cuda()\nx = torch.load(p)\n"})
+    write(tmp_path, {"train.py": "import torch\nmodel = Net().cuda()\nx = torch.load(ckpt)\n"})
     result = _flake8("--extend-ignore", "DEV001", "train.py", cwd=tmp_path)
     assert [code for _, _, _, code in findings_of(result.stdout)] == ["DEV008"]
 

@@ -145,14 +145,14 @@ def test_magics_shell_escapes_and_help_are_not_syntax_errors(tmp_path: Path) -> 
 
 def test_a_string_source_is_read_and_written_back_as_a_string(tmp_path: Path) -> None:
     # nbformat allows a string source, and Ruff reads it: so does devlint.
-    text = _notebook("import torch\nw = torch.load('w.pt')\n", ("markdown", "text"))
+    text = _notebook("import torch\nw = torch.load('weights.pt')\n", ("markdown", "text"))
     write(tmp_path, {"s.ipynb": text})
     result = run_cli("s.ipynb", "--no-cache", cwd=tmp_path)
     assert result.stdout.startswith("s.ipynb:cell 1:2:5: DEV008 "), result.stdout
     run_cli("s.ipynb", "--fix", "--unsafe-fixes", "--no-cache", cwd=tmp_path)
     fixed = json.loads((tmp_path / "s.ipynb").read_text(encoding="utf-8"))
     assert fixed["cells"][0]["source"] == (
-        "import torch\nw = torch.load('w.pt', map_location=\"cpu\")\n"
+        "import torch\nw = torch.load('weights.pt', map_location=\"cpu\")\n"
     )
 
 
@@ -194,7 +194,7 @@ def test_noqa_works_per_line_in_a_cell(work: Path) -> None:
 
 
 def test_include_and_exclude_treat_notebooks_like_files(work: Path) -> None:
-    write(work, {"nb/plain.py": "import torch\ntorch.load('w.pt')\n"})
+    write(work, {"nb/plain.py": "import torch\ntorch.load('weights.pt')\n"})
     assert "gpu_tutorial.ipynb:cell 3" in run_cli("nb", "--no-cache", cwd=work).stdout
     write(work, {"pyproject.toml": '[tool.devlint]\nextend-exclude = ["*.ipynb"]\n'})
     result = run_cli("nb", "--no-cache", cwd=work)
@@ -270,7 +270,7 @@ def test_confirm_runs_the_code_cells_in_order_and_points_at_cells(tmp_path: Path
         ["%matplotlib inline\n", "import torch\n", "from torch import nn\n"],
         ["model = nn.Linear(3, 2)\n"],
         ["!nvidia-smi\n", "model.cuda()\n"],
-        ["state = torch.load('w.pt')\n"],
+        ["state = torch.load('weights.pt')\n"],
     ]
     write(tmp_path, {"pyproject.toml": "[project]\nname = 'demo'\n", "explore.ipynb":
                      _notebook(*cells)})  # fmt: skip
@@ -289,7 +289,7 @@ def test_confirm_runs_the_code_cells_in_order_and_points_at_cells(tmp_path: Path
 def test_a_cell_that_is_not_python_is_one_dev000_and_the_others_are_linted(
     tmp_path: Path,
 ) -> None:
-    cells = [["import torch\n"], ["print 'hello'\n"], ["w = torch.load('w.pt')\n"]]
+    cells = [["import torch\n"], ["print 'hello'\n"], ["w = torch.load('weights.pt')\n"]]
     write(tmp_path, {"old.ipynb": _notebook(*cells)})
     result = run_cli("old.ipynb", "--no-cache", cwd=tmp_path)
     assert [line.split(": ")[0] for line in without_fix_hint(result.stdout)[:-1]] == [
@@ -300,7 +300,7 @@ def test_a_cell_that_is_not_python_is_one_dev000_and_the_others_are_linted(
     run_cli("old.ipynb", "--fix", "--unsafe-fixes", "--no-cache", cwd=tmp_path)
     fixed = json.loads((tmp_path / "old.ipynb").read_text(encoding="utf-8"))["cells"]
     assert fixed[1]["source"] == ["print 'hello'\n"]
-    assert fixed[2]["source"] == ["w = torch.load('w.pt', map_location=\"cpu\")\n"]
+    assert fixed[2]["source"] == ["w = torch.load('weights.pt', map_location=\"cpu\")\n"]
 
 
 def test_a_notebook_of_another_language_has_nothing_to_lint(tmp_path: Path) -> None:
@@ -339,20 +339,20 @@ def test_an_indented_cell_is_dedented_as_ipython_does(tmp_path: Path) -> None:
     # IPython cuts the first line's indentation from every line that starts with it, so a cell
     # pasted with a leading space runs; CPython alone would call it an unexpected indent.
     cells = [
-        ["\n", " # Setup\n", " import torch\n", " w = torch.load('w.pt')\n", "x = 1\n"],
+        ["\n", " # Setup\n", " import torch\n", " w = torch.load('weights.pt')\n", "x = 1\n"],
         ["\tcount = 85,800,963\n", "\tcount\n"],
     ]
     write(tmp_path, {"indented.ipynb": _notebook(*cells)})
     result = run_cli("indented.ipynb", "--no-cache", "--format", "json", cwd=tmp_path)
     found = json.loads(result.stdout)
     assert [(f["code"], f["cell"], f["location"], f["end_location"]) for f in found] == [
-        ("DEV008", 1, {"row": 4, "column": 6}, {"row": 4, "column": 24})
+        ("DEV008", 1, {"row": 4, "column": 6}, {"row": 4, "column": 30})
     ]
     edit = found[0]["fix"]["edits"][0]
-    assert (edit["location"], edit["content"]) == ({"row": 4, "column": 23}, ', map_location="cpu"')
+    assert (edit["location"], edit["content"]) == ({"row": 4, "column": 29}, ', map_location="cpu"')
     run_cli("indented.ipynb", "--fix", "--unsafe-fixes", "--no-cache", cwd=tmp_path)
     fixed = json.loads((tmp_path / "indented.ipynb").read_text(encoding="utf-8"))["cells"]
-    assert fixed[0]["source"][3] == " w = torch.load('w.pt', map_location=\"cpu\")\n"
+    assert fixed[0]["source"][3] == " w = torch.load('weights.pt', map_location=\"cpu\")\n"
 
 
 def test_a_syntax_error_in_an_indented_cell_is_at_the_cells_own_column(tmp_path: Path) -> None:
@@ -392,7 +392,11 @@ def test_a_cells_last_expression_is_shown_not_thrown_away(tmp_path: Path) -> Non
 
 def test_pasted_prompts_are_cut_as_ipython_cuts_them(tmp_path: Path) -> None:
     cells = [
-        [">>> import torch\n", ">>> for i in range(2):\n", "...     w = torch.load('w.pt')\n"],
+        [
+            ">>> import torch\n",
+            ">>> for i in range(2):\n",
+            "...     w = torch.load('weights.pt')\n",
+        ],
         ["In [3]: m = torch.nn.Linear(2, 2)\n", "   ...: m.cuda()\n"],
         ["x = 1\n", "y = 2\n", ">>> 3\n"],  # no prompt on row 1 or 2: Python, and not valid
     ]
@@ -410,6 +414,6 @@ def test_pasted_prompts_are_cut_as_ipython_cuts_them(tmp_path: Path) -> None:
         "\n",
         '>>> device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n',
         ">>> for i in range(2):\n",
-        "...     w = torch.load('w.pt', map_location=\"cpu\")\n",
+        "...     w = torch.load('weights.pt', map_location=\"cpu\")\n",
     ]
     assert fixed[1]["source"] == ["In [3]: m = torch.nn.Linear(2, 2)\n", "   ...: m.to(device)\n"]

@@ -89,9 +89,9 @@ def test_fix_only_fixes_and_neither_reports_nor_fails_on_the_rest(project: Path)
 ADD_NOQA_SOURCE = '''\
 import torch
 x = torch.zeros(2).cuda()
-y = torch.load("a.pt")  # noqa: DEV001
-z = torch.load("b.pt")  # a note
-doc = torch.load("""
+y = torch.load("a_ckpt.pt")  # noqa: DEV001
+z = torch.load("b_ckpt.pt")  # a note
+doc = torch.load("""model
 x.cuda()
 """); w = torch.zeros(1).cuda()
 print(torch.cuda.memory_cached())  # noqa
@@ -99,9 +99,9 @@ print(torch.cuda.memory_cached())  # noqa
 ADD_NOQA_RESULT = '''\
 import torch
 x = torch.zeros(2).cuda()  # noqa: DEV001
-y = torch.load("a.pt")  # noqa: DEV001, DEV008
-z = torch.load("b.pt")  # a note  # noqa: DEV008
-doc = torch.load("""
+y = torch.load("a_ckpt.pt")  # noqa: DEV001, DEV008
+z = torch.load("b_ckpt.pt")  # a note  # noqa: DEV008
+doc = torch.load("""model
 x.cuda()
 """); w = torch.zeros(1).cuda()  # noqa: DEV001, DEV008
 print(torch.cuda.memory_cached())  # noqa
@@ -206,7 +206,7 @@ def test_devlint_toml_is_found_like_ruff_toml(
     }
     write(tmp_path, {f"sub/{name}": tables[name] for name in names})
     write(tmp_path, {"sub/deep/a.py": "import torch\nx.cuda()\ntorch.cuda.memory_cached()\n"
-                     "torch.load('a.pt')\n"})  # fmt: skip
+                     "torch.load('model.pt')\n"})  # fmt: skip
     expected = {".devlint.toml": {"DEV001"}, "devlint.toml": {"DEV002"},
                 "pyproject.toml": {"DEV008"}}[used]  # fmt: skip
     assert codes_of(run_cli("sub", cwd=tmp_path).stdout) == expected

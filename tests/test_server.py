@@ -120,7 +120,7 @@ async def test_rapid_changes_publish_only_the_latest(client: LanguageClient, pro
     for version in range(2, 30):
         text = "import torch\n" + "torch.zeros(2).cuda()\n" * (version % 3)
         replace_text(client, uri, version, text)
-    final = "import torch\nx = torch.load('a.pt')\n"
+    final = "import torch\nstate = torch.load('a.pt')\n"
     replace_text(client, uri, 30, final)
     diagnostics = await wait_for(client, uri, lambda d: codes(d) == ["DEV008"])
     assert diagnostics[0].range.start.line == 1

@@ -36,6 +36,7 @@ PREDICT = """\
 import torch
 
 rnn = torch.load("char-rnn.pt")
+rnn.eval()
 """
 _write = write_later
 

@@ -704,6 +704,8 @@ class CallEvaluator:
     def _torch_call(
         self, node: ast.Call, qualified: str, arguments: list[Value], env: Env, unit: Unit
     ) -> Value:
+        if qualified == "torch.Tensor" and len(arguments) == 1 and arguments[0].kind is Kind.TENSOR:
+            return arguments[0]  # `torch.Tensor(t)` of a tensor is an alias of it, where it is
         if qualified in FACTORIES:
             created = self._created(node, qualified, env, unit, None)
             if (
@@ -1192,7 +1194,7 @@ def converts_dtype(call: ast.Call, names: ImportMap) -> bool:
     """`x.to(torch.float16)`, `x.to(query.dtype)`: a conversion that keeps the device."""
     target = argument(call, 0, "device")
     if target is None:
-        return False
+        return keyword_value(call, "dtype") is not None  # `x.to(dtype=torch.float16)`
     named = dotted_name(target) or ""
     lowered = named.lower()
     return (

@@ -74,6 +74,11 @@ Scope = Union[cst.Module, cst.FunctionDef]
 _Matcher = Callable[[cst.BaseExpression], bool]
 
 # Keys a training checkpoint is read with: `ckpt["model"]`, `state["optimizer_state_dict"]`.
+# Words naming a checkpoint or its parts, in a path or a name (`ckpt_path`, `model_state`).
+CHECKPOINT_WORD = re.compile(
+    r"ckpts?|checkpoints?|states?|models?|optim\w*|weights?|params?|parameters|snapshots?"
+    r"|pretrained|nets?|networks?|encoder|decoder|generator|discriminator|actor|critic|policy"
+)
 CHECKPOINT_KEY = re.compile(r"model|optim|state_dict|net\Z|weights|ema", re.IGNORECASE)
 # Objects whose `state_dict()` holds Python numbers, no tensors: `scheduler`, `lr_scheduler`,
 # `self.sched`, `scaler` (a GradScaler keeps its scale as a float).
@@ -102,8 +107,11 @@ _TEMPORARY_PLACES = frozenset(
         "tempfile.mkstemp",
     }
 )
+_ARRAY_TYPES = frozenset({"numpy.ndarray", "numpy.typing.NDArray", "numpy.array"})
 _TEMPORARY_FIXTURES = frozenset({"tmp_path", "tmpdir", "tmp_path_factory", "tmpdir_factory"})
-_PATH_BUILDERS = frozenset({"join", "Path", "PurePath", "str", "fspath", "format", "joinpath"})
+_PATH_BUILDERS = frozenset(
+    {"join", "Path", "PurePath", "str", "fspath", "format", "joinpath", "glob", "iglob", "rglob"}
+)
 # Factories that copy their data where it lives (`torch.tensor(cuda_tensor)` stays there).
 _DATA_COPIES = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray", "torch.from_file"})
 # Calls after which torch's factories make tensors elsewhere than the CPU.
@@ -122,8 +130,48 @@ class LoadEvidence:
 
 
 def _short(module: cst.Module, node: cst.CSTNode) -> str:
-    text = " ".join(module.code_for_node(node).split())
+    return _clipped(module.code_for_node(node))
+
+
+def _clipped(code: str) -> str:
+    text = " ".join(code.split())
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _words(text: str) -> list[str]:
+    """The words of identifiers and strings: `ckptPath` and `"model_best.pth"` give `ckpt`,
+    `path`, `model`, `best`, `pth`."""
+    spaced = re.sub(r"([a-z])([A-Z])", r"\1 \2", text)
+    return [word for word in re.split(r"[^a-z]+", spaced.lower()) if word]
+
+
+def _receivers_given(statement: Optional[cst.CSTNode], load: cst.Call) -> list[str]:
+    """The objects whose methods take the result: ``states`` in ``states.append(torch.load(
+    f))``, ``optim`` in ``optim.set_state(torch.load(path))``."""
+    if statement is None:
+        return []
+    return [
+        dotted_name(node.func.value) or ""
+        for node in descendants(statement)
+        if type(node) is cst.Call
+        and isinstance(node.func, cst.Attribute)
+        and any(arg.value is load for arg in node.args)
+    ]
+
+
+def _device_on_save(scope: Scope, value: cst.BaseExpression) -> bool:
+    """Whether a save of ``value`` may write device tensors: a state dict, a value showing a
+    device, or a device shown on the way to the save."""
+    return (
+        _method(value) == "state_dict" or _shows_device(value) or _device_on_the_way(scope, value)
+    )
+
+
+def _returns(statement: Optional[cst.CSTNode], load: cst.Call) -> bool:
+    """Whether ``statement`` is `return torch.load(...)`."""
+    return type(statement) is cst.SimpleStatementLine and any(
+        isinstance(small, cst.Return) and small.value is load for small in statement.body
+    )
 
 
 def source_key(node: cst.BaseExpression, module: cst.Module) -> str:
@@ -418,6 +466,13 @@ def _moved_to_cpu(value: cst.BaseExpression) -> bool:
     return bool(arguments) and _names_cpu(arguments[0].value)
 
 
+def _hands_to(call: cst.Call, functions: frozenset[str]) -> bool:
+    """Whether ``call`` runs one of ``functions``: `split(src, tmp)`, or hands it on to run,
+    `mp.spawn(worker, args=(tmp,))`, `Process(target=worker, args=(tmp,))`."""
+    named = [call.func, *(arg.value for arg in call.args)]
+    return any(dotted_name(node) in functions for node in named)
+
+
 def _is_save(call: cst.Call) -> bool:
     """`model.save_pretrained(tmp)`, `torch.save(x, file)`, `save(...)`: this process writing
     its own objects (a download, `get_file(url, tmp)`, is none)."""
@@ -502,7 +557,7 @@ class CheckpointEvidence:
         # Per file, computed on the first load that needs it: (key, saved value, saving scope).
         self._saves: Optional[list[tuple[str, cst.BaseExpression, Scope]]] = None
         # The file name each save writes, where written out (`"trainfeat.pth"`), and its value.
-        self._named_saves: list[tuple[str, cst.BaseExpression]] = []
+        self._named_saves: list[tuple[str, cst.BaseExpression, Scope]] = []
         # Per scope: `with open(path, "wb") as f` makes `f` stand for `path`.
         self._aliases: dict[int, dict[str, str]] = {}
         self._alias_nodes: dict[int, dict[str, cst.BaseExpression]] = {}
@@ -512,6 +567,7 @@ class CheckpointEvidence:
         self._cpu_attributes: Optional[set[str]] = None
         self._no_gpus: Optional[bool] = None
         self._default_device: Optional[bool] = None  # see `_sets_default_device`
+        self._savers: Optional[frozenset[str]] = None  # see `_saving_functions`
 
     def evidence(
         self,
@@ -552,10 +608,12 @@ class CheckpointEvidence:
         checkpoint = self._loaded_into(load, scope, statement, self._checkpoint_use)
         if checkpoint is None:
             tensorless = self._loaded_into(load, scope, statement, _tensorless_use)
+            if tensorless is None and self._returned_as_array(load, scope, statement):
+                tensorless = "the function returns it as a numpy array (its annotation)"
             if tensorless is not None:
                 return LoadEvidence(safe=tensorless)
-        named = [value for saved, value in self._named_saves if saved == name]
-        if named and all(map(self._cpu_value, named)):
+        named = [(value, where) for saved, value, where in self._named_saves if saved == name]
+        if named and all(self._cpu_value(value) for value, _ in named):
             # Another folder perhaps (`args.dump_features` / `args.load_features`), but the file
             # this file writes under that name always holds what it moved to the CPU; a
             # checkpoint too (`network.cpu().state_dict()`): this code saves them so.
@@ -613,10 +671,51 @@ class CheckpointEvidence:
         if checkpoint is None and _is_dataset(classes) and not self._used_as_model(load, statement):
             # A dataset's tensors feed a DataLoader, which prepares them on the CPU.
             return LoadEvidence(safe="a dataset's data file: its loader reads CPU tensors")
-        saver = self._weights_saver(load, scope, statement) if checkpoint is not None else None
+        if checkpoint is None:
+            # (named so by the author, or saved so under its name: the project's convention
+            # for its own checkpoints' weights says nothing of a file from elsewhere)
+            device_saved = [value for value, where in named if _device_on_save(where, value)]
+            if device_saved:
+                return LoadEvidence(checkpoint=self._saved_from(device_saved[0]))
+            named_so = self._named_as_checkpoint(path.value, scope, statement, load)
+            if named_so is None and self._used_as_model(load, statement):
+                named_so = "the result is used as a model"
+            if named_so is None:
+                return LoadEvidence(safe="nothing shows a checkpoint or a device")
+            return LoadEvidence(checkpoint=named_so)
+        saver = self._weights_saver(load, scope, statement)
         if saver is not None:
             return LoadEvidence(safe=f"this project saves its weights moved to the CPU ({saver})")
         return LoadEvidence(checkpoint=checkpoint)
+
+    def _named_as_checkpoint(
+        self,
+        path: cst.BaseExpression,
+        scope: Scope,
+        statement: Optional[cst.CSTNode],
+        load: cst.Call,
+    ) -> Optional[str]:
+        """Where the author names what is loaded a checkpoint: its path (`args.ckpt_path`,
+        `"model_best.pth"`), the name it is assigned or appended to (`state_dict = torch.load(
+        f)`, `states.append(torch.load(f))`), or the function loading it (`def
+        load_checkpoint(path)`)."""
+        named = [
+            self._module.code_for_node(path),
+            self._resolve(scope, source_key(path, self._module)),
+        ]
+        assigned = self._assigned_in(scope).get(dotted_name(path) or "")
+        if assigned is not None:
+            named.append(self._module.code_for_node(assigned))  # `path = Path(tmp) / "ckpt.pt"`
+        loaded = _assigned_name(statement, load) if statement is not None else None
+        if loaded is not None:
+            named.append(loaded)
+        named.extend(_receivers_given(statement, load))
+        if isinstance(scope, cst.FunctionDef):
+            named.append(scope.name.value)
+        for text in named:
+            if any(CHECKPOINT_WORD.fullmatch(word) for word in _words(text)):
+                return f"`{_clipped(text)}` names one"
+        return None
 
     def _weights_saver(
         self, load: cst.Call, scope: Scope, statement: Optional[cst.CSTNode]
@@ -837,6 +936,7 @@ class CheckpointEvidence:
             name: {name} for name in _TEMPORARY_FIXTURES & _passed_in(scope)
         }
         assignments: list[tuple[str, cst.BaseExpression]] = []
+        iterated: set[int] = set()
         for node in descendants(scope):
             if type(node) is cst.WithItem and isinstance(node.asname, cst.AsName):
                 target = node.asname.name
@@ -846,10 +946,14 @@ class CheckpointEvidence:
                 assigned = node.targets[0].target
                 if isinstance(assigned, cst.Name):
                     assignments.append((assigned.value, node.value))
+            elif type(node) is cst.For:
+                # `for i, file in enumerate(files)`: the items of a list of the place's paths
+                assignments.extend((name, node.iter) for name in _root_names(node.target))
+                iterated.add(id(node.iter))
         for name, value in assignments * 2:  # twice: a name assigned from one assigned later
             if self._makes_temporary(value):
                 places[name] = {name}
-            if not _builds_path(value):
+            if not _builds_path(value) and id(value) not in iterated:
                 continue  # what is read from the place (`state = torch.load(file)`) is no path
             for root in _root_names(value):
                 if root in places and root != name:
@@ -859,15 +963,34 @@ class CheckpointEvidence:
             return {place for root in _root_names(node) for place in places.get(root, ())}
 
         read = places_of(path)
+        savers = self._saving_functions()
         return bool(read) and any(
-            _is_save(node) and any(places_of(arg.value) & read for arg in node.args)
+            (_is_save(node) or _hands_to(node, savers))
+            and any(places_of(arg.value) & read for arg in node.args)
             for node in descendants(scope)
             if type(node) is cst.Call
         )
 
+    def _saving_functions(self) -> frozenset[str]:
+        """The file's module-level functions that save (`def split_files(src, tmp): ...
+        torch.save(part, os.path.join(tmp, name))`): a call handing them a place writes there."""
+        if self._savers is None:
+            self._savers = frozenset(
+                statement.name.value
+                for statement in self._module.body
+                if isinstance(statement, cst.FunctionDef)
+                and any(
+                    type(node) is cst.Call and _is_save(node)
+                    for node in descendants(statement.body)
+                )
+            )
+        return self._savers
+
     def _makes_temporary(self, node: cst.BaseExpression) -> bool:
         if isinstance(node, cst.Attribute) and node.attr.value == "name":
             node = node.value  # `tmp.name` of a `NamedTemporaryFile`
+        elif isinstance(node, cst.Subscript):
+            node = node.value  # `tempfile.mkstemp()[1]`
         if not isinstance(node, cst.Call):
             return False
         return self._names.qualified_name(node.func) in _TEMPORARY_PLACES
@@ -939,7 +1062,7 @@ class CheckpointEvidence:
                     self._saves.append((key, value.value, scope))
                     name = _file_name(target.value, self._assigned_in(scope))
                     if name is not None:
-                        self._named_saves.append((name, value.value))
+                        self._named_saves.append((name, value.value, scope))
             self._collect_saves(child, scope)
 
     def _same_family(self, path: cst.BaseExpression, load: cst.Call, scope: Scope) -> bool:
@@ -1058,6 +1181,28 @@ class CheckpointEvidence:
             if found is not None:
                 return found
         return None
+
+    def _returned_as_array(
+        self, load: cst.Call, scope: Scope, statement: Optional[cst.CSTNode]
+    ) -> bool:
+        """`def init_states(...) -> np.ndarray: return torch.load(path)` (or a name it is
+        assigned to, reshaped): the author says the file holds numpy arrays, never on a GPU."""
+        if not isinstance(scope, cst.FunctionDef) or scope.returns is None or statement is None:
+            return False
+        annotation = scope.returns.annotation
+        if isinstance(annotation, cst.Subscript):
+            annotation = annotation.value  # `npt.NDArray[np.float32]`
+        if self._names.qualified_name(annotation) not in _ARRAY_TYPES:
+            return False
+        if _returns(statement, load):
+            return True
+        loaded = _assigned_name(statement, load)
+        return loaded is not None and any(
+            type(node) is cst.Return
+            and node.value is not None
+            and _root_names(node.value)[:1] == [loaded]
+            for node in descendants(scope)
+        )
 
     @staticmethod
     def _checkpoint_use(node: cst.CSTNode, is_result: _Matcher) -> Optional[str]:

@@ -117,6 +117,12 @@ class DiscardedDeviceMove(FlowRule):
             1,
             "returns a converted copy that is thrown away: `x` keeps its dtype",
         ),
+        Invalid(
+            "import torch\nx = torch.rand(5, 6)\nx.to(dtype=torch.float16)",
+            3,
+            1,
+            "returns a converted copy that is thrown away: `x` keeps its dtype",
+        ),
     )
 
     @classmethod

@@ -21,18 +21,33 @@ class LoadWithoutMapLocation(Rule):
     `map_location=None`), outside code guarded by a CUDA availability check,
     where the loaded object can hold GPU tensors.
 
-    Which loads can: the rule fires unless the file shows that what it loads is
-    safe, and names the evidence when it shows a checkpoint:
+    Which loads can: the rule fires where the file shows a checkpoint (or a
+    value saved from a device), and names the evidence; a load that shows
+    neither is data whose author says nothing of a device, and stays silent:
 
     - **A checkpoint** (fires, saying why): the result goes into
       `load_state_dict`, is read with a checkpoint key (`"model"`, `"optimizer"`,
       `"state_dict"`, `"model_state_dict"`...), or this file saves the same path
-      from a state dict or from a function that moves things to a device.
-    - **No evidence either way** (fires): a path from the command line, a
-      helper's parameter. The classic failure is exactly this: a checkpoint
-      trained on a GPU machine, loaded by code that shows no device at all (CPU
-      inference, a notebook on a laptop). Nothing in the loading file can tell
-      that apart from a safe file, so the hazard stands.
+      (or the same file name, the folders apart) from a state dict or from a
+      function that moves things to a device.
+    - **Named a checkpoint** (fires, saying which name): the path
+      (`args.orig_ckpt_path`, `"model_best.pth"`, a `with open(...) as f`'s
+      file, a local path's one assignment), the name the result is assigned to
+      (`state_dict = torch.load(f)`), the object whose method takes it
+      (`states.append(...)`, `optim.set_state(...)`) or the function loading it
+      (`def load_checkpoint(path)`) says checkpoint, state, model, weights,
+      optimizer, parameters, snapshot, pretrained, net, encoder, decoder,
+      generator, discriminator, actor, critic or policy. The classic failure is
+      exactly this: a checkpoint trained on a GPU machine, loaded by code that
+      shows no device at all (CPU inference, a notebook on a laptop).
+    - **Nothing shown** (silent): `embeddings = torch.load(args.embeddings_file)`,
+      `transitions = torch.load(io.BytesIO(data))`, a generic
+      `def load(path): return torch.load(path)`. Features, vocabularies, graphs
+      and messages are mostly saved from the CPU; a finding there would be a
+      guess.
+    - **Numpy arrays** (silent): the loading function's return annotation is
+      `np.ndarray` (or `npt.NDArray[...]`) and it returns the result (or a name
+      it is assigned to): numpy pickles hold no device tensor.
     - **A state of numbers** (silent): the result goes only into a
       learning-rate scheduler's or a gradient scaler's `load_state_dict`
       (`scheduler.load_state_dict(torch.load(...))`, `self.scaler`), whose
@@ -57,8 +72,12 @@ class LoadWithoutMapLocation(Rule):
       from exist.
     - **In a temporary place the same function made** (silent): a path in
       `with tempfile.TemporaryDirectory() as tmp`, `tempfile.mkdtemp()`, a
-      `NamedTemporaryFile`, or pytest's `tmp_path`: only this process wrote
-      there (`model.save_pretrained(tmp)` then `torch.load(...)`).
+      `NamedTemporaryFile`, `mkstemp()[1]`, or pytest's `tmp_path`, into which
+      the function saves (`model.save_pretrained(tmp)`) or which it hands to a
+      function of the file that saves, by a call or a spawn
+      (`split_files(src, tmp)`, `mp.spawn(worker, args=(out,))`); read back
+      directly, through its local names or a loop over a glob of it: only this
+      run wrote there. A function that only downloads into it does not count.
     - **Written earlier in this run** (silent): a test (`def test_load(weights_path):`)
       given a pytest fixture of the file that saves into a temporary place
       (`tmp_path`, `tmp_path_factory.mktemp(...)`) and returns that path; a
@@ -266,12 +285,34 @@ class LoadWithoutMapLocation(Rule):
         "import random, torch\ndef restore(folder):\n"
         "    states = torch.load(folder + '/rng_state.pth')\n    random.setstate(states['python'])\n"
         "    torch.cuda.random.set_rng_state_all(states['cuda'])",
+        # Nothing shows a checkpoint or a device: features, vocabularies, a generic helper.
+        "import torch\ndef load(path):\n    return torch.load(path)",
+        "import torch\ndef main(args):\n    embeddings = torch.load(args.embeddings_file)\n"
+        "    return embeddings.shape",
+        "import io, torch\ndef receive(data):\n    transitions = torch.load(io.BytesIO(data))\n"
+        "    return transitions",
+        # The function says it returns numpy arrays: numpy pickles hold no GPU tensors.
+        "import numpy as np, torch\ndef init_states(path) -> np.ndarray:\n"
+        "    return torch.load(path, weights_only=False)",
+        "import numpy.typing as npt, torch\ndef init_states(path) -> npt.NDArray:\n"
+        "    states = torch.load(path, weights_only=False)\n    return states.reshape(1, -1)",
         # Only this process wrote into a temporary directory it made.
         "import os, tempfile, torch\ndef test_save(model):\n"
         "    with tempfile.TemporaryDirectory() as tmp:\n        model.save_pretrained(tmp)\n"
         "        file = os.path.join(tmp, 'model.bin')\n        state = torch.load(file)",
         "import torch\ndef test_save(model, tmp_path):\n    model.save(tmp_path / 'm.pt')\n"
         "    state = torch.load(tmp_path / 'm.pt')",
+        # ... through a function of the file that saves into it, read back by a glob's items
+        "import glob, os, tempfile, torch\ndef split(src, tmp):\n"
+        "    for i, path in enumerate(glob.glob(os.path.join(src, '*.bin'))):\n"
+        "        torch.save(torch.load(path, map_location='cpu'), os.path.join(tmp, f'{i}.bin'))\n"
+        "def merge(src):\n    with tempfile.TemporaryDirectory() as tmp:\n        split(src, tmp)\n"
+        "        parts = glob.glob(os.path.join(tmp, '*.bin'))\n        first = torch.load(parts[0])\n"
+        "        for i, part in enumerate(parts):\n            state = torch.load(part)",
+        "import tempfile, torch\nimport torch.multiprocessing as mp\n"
+        "def worker(rank, model, out):\n    torch.save(model.cuda().state_dict(), out)\n"
+        "def test_states(model):\n    out = tempfile.mkstemp()[1]\n"
+        "    mp.spawn(worker, args=(model, out), nprocs=2)\n    return torch.load(out)",
         # Whatever folder, the file this file writes under that name holds CPU values.
         "import os, torch\ndef dump(model, out):\n    feats = model(x).cuda()\n"
         "    torch.save(feats.cpu(), os.path.join(out, 'feats.pth'))\n"
@@ -416,6 +457,39 @@ class LoadWithoutMapLocation(Rule):
             25,
         ),
         Invalid("import torch\nstate = torch.load('ckpt.pt')", 2, 9, "map_location"),
+        # named a checkpoint by its path, its name, what takes it, or the function loading it
+        Invalid(
+            "import torch\ndef main(args):\n    theta = torch.load(args.orig_ckpt_path)",
+            3,
+            13,
+            "a checkpoint (`args.orig_ckpt_path` names one)",
+        ),
+        Invalid(
+            "import torch\ndef load(path):\n    with open(path, 'rb') as f:\n"
+            "        model_state = torch.load(f)\n    return model_state",
+            4,
+            23,
+            "a checkpoint (`model_state` names one)",
+        ),
+        Invalid(
+            "import torch\ndef parse(files):\n    states = []\n    for f in files:\n"
+            "        states.append(torch.load(f))\n    return states",
+            5,
+            23,
+            "(`states` names one)",
+        ),
+        Invalid(
+            "import torch\ndef restore(optim, path):\n    optim.set_state(torch.load(path))",
+            3,
+            21,
+            "(`optim` names one)",
+        ),
+        Invalid(
+            "import torch\ndef load_checkpoint(path):\n    return torch.load(path)",
+            3,
+            12,
+            "(`load_checkpoint` names one)",
+        ),
         # a helper's parameter is not the module's name it shadows: the module's save of
         # `fn` (a corpus cache) says nothing of the models the helper loads
         Invalid(
@@ -424,7 +498,8 @@ class LoadWithoutMapLocation(Rule):
             "model = Net().cuda()",
             4,
             16,
-            "`torch.load(f)` has no `map_location`: tensors saved on a GPU fail",
+            "`torch.load(f)` has no `map_location`: a checkpoint (`model_load` names one) saved on a "
+            "GPU fails",
         ),
         # a temporary place this function only downloads into: what is there came from elsewhere
         Invalid(
@@ -433,6 +508,22 @@ class LoadWithoutMapLocation(Rule):
             "    get_file(url, str(path))\n    return torch.load(path)",
             7,
             12,
+        ),
+        # a function returning tensors, not arrays
+        Invalid(
+            "import numpy as np, torch\ndef init_states(path) -> torch.Tensor:\n"
+            "    return torch.load(path)",
+            3,
+            12,
+        ),
+        # ... by a function of the file that downloads into it, saving nothing
+        Invalid(
+            "import os, tempfile, torch, urllib.request\ndef fetch(url, folder):\n"
+            "    urllib.request.urlretrieve(url, os.path.join(folder, 'weights.pt'))\n"
+            "def load(url):\n    with tempfile.TemporaryDirectory() as tmp:\n"
+            "        fetch(url, tmp)\n        return torch.load(os.path.join(tmp, 'weights.pt'))",
+            7,
+            16,
         ),
         # the same file name, but written from a state dict: the weights' devices
         Invalid(
@@ -529,8 +620,8 @@ class LoadWithoutMapLocation(Rule):
             "import torch\nclass Log:\n    def __init__(self):\n        self.log = []\n"
             "    def plot(self):\n        self.log = torch.stack(self.log).cpu()\n"
             "        print(self.log.numpy())\n    def save(self, d):\n"
-            "        torch.save(self.log, d + '/log.pt')\n"
-            "    def load(self, d):\n        self.log = torch.load(d + '/log.pt')",
+            "        torch.save(self.log, d + '/log_state.pt')\n"
+            "    def load(self, d):\n        self.log = torch.load(d + '/log_state.pt')",
             11,
             20,
         ),
@@ -616,7 +707,7 @@ class LoadWithoutMapLocation(Rule):
         # Saved by a helper from what its caller passed: that says nothing of the device.
         Invalid(
             "import torch\ndef save(obj, path):\n    torch.save(obj, path)\n"
-            "def load(path):\n    return torch.load(path)",
+            "def load_checkpoint(path):\n    return torch.load(path)",
             5,
             12,
         ),
@@ -632,7 +723,7 @@ class LoadWithoutMapLocation(Rule):
         Invalid(
             "import torch\ndef export(path):\n    sd = {'w': torch.zeros(2)}\n"
             "    torch.save(sd, path)\n"
-            "def convert(path):\n    return torch.load(path)",
+            "def convert_checkpoint(path):\n    return torch.load(path)",
             6,
             12,
         ),
@@ -656,11 +747,11 @@ class LoadWithoutMapLocation(Rule):
         Invalid(
             "import os, torch\nclass Codebook:\n"
             "    def save(self, path):\n"
-            "        torch.save(self.centroids, os.path.join(path, 'centroids.pth'))\n"
+            "        torch.save(self.weights, os.path.join(path, 'weights.pth'))\n"
             "    def load(self, path):\n"
-            "        self.centroids = torch.load(os.path.join(path, 'centroids.pth'))",
+            "        self.weights = torch.load(os.path.join(path, 'weights.pth'))",
             6,
-            26,
+            24,
         ),
         # A local name of another function is another file.
         Invalid(
@@ -674,15 +765,15 @@ class LoadWithoutMapLocation(Rule):
         # Another file in the same folder is no round trip.
         Invalid(
             "import os, torch\ndef convert(root):\n"
-            "    torch.save(torch.zeros(2), os.path.join(root, 'a.pt'))\n"
-            "    return torch.load(os.path.join(root, 'b.pt'))",
+            "    torch.save(torch.zeros(2), os.path.join(root, 'model_a.pt'))\n"
+            "    return torch.load(os.path.join(root, 'model_b.pt'))",
             4,
             12,
         ),
         # Hiding GPUs inside a function, or all but one, leaves a GPU to save from.
         Invalid(
-            "import os, torch\ndef main(path):\n"
-            "    os.environ['CUDA_VISIBLE_DEVICES'] = ''\n    return torch.load(path)",
+            "import os, torch\ndef main(ckpt_path):\n"
+            "    os.environ['CUDA_VISIBLE_DEVICES'] = ''\n    return torch.load(ckpt_path)",
             4,
             12,
         ),

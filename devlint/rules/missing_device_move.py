@@ -131,6 +131,10 @@ class MissingDeviceMove(FlowRule):
     required_patterns = (DEVICE_OR_INPUT_SOURCE, CPU_TENSOR_SOURCE)
 
     VALID = (
+        # `torch.Tensor(t)` of a tensor aliases it, on its device
+        "import torch\ndef scales(layer_ids: torch.Tensor, n: int) -> torch.Tensor:\n"
+        "    loss_scales = torch.Tensor(layer_ids + 1)\n"
+        "    return loss_scales * torch.where(layer_ids < n - 1, 2.0, 1.0)",
         # the subclass sets the base's layer again, to a function
         "import torch\nfrom torch import nn\nclass Base(nn.Module):\n    def __init__(self):\n"
         "        super().__init__()\n        self.layer = nn.Linear(32, 2)\n"
