@@ -672,17 +672,16 @@ class CheckpointEvidence:
             # A dataset's tensors feed a DataLoader, which prepares them on the CPU.
             return LoadEvidence(safe="a dataset's data file: its loader reads CPU tensors")
         if checkpoint is None:
-            # (named so by the author, or saved so under its name: the project's convention
-            # for its own checkpoints' weights says nothing of a file from elsewhere)
+            # (saved from a device under its name: the project's convention for its weights
+            # does not hold for this file)
             device_saved = [value for value, where in named if _device_on_save(where, value)]
             if device_saved:
                 return LoadEvidence(checkpoint=self._saved_from(device_saved[0]))
-            named_so = self._named_as_checkpoint(path.value, scope, statement, load)
-            if named_so is None and self._used_as_model(load, statement):
-                named_so = "the result is used as a model"
-            if named_so is None:
+            checkpoint = self._named_as_checkpoint(path.value, scope, statement, load)
+            if checkpoint is None and self._used_as_model(load, statement):
+                checkpoint = "the result is used as a model"
+            if checkpoint is None:
                 return LoadEvidence(safe="nothing shows a checkpoint or a device")
-            return LoadEvidence(checkpoint=named_so)
         saver = self._weights_saver(load, scope, statement)
         if saver is not None:
             return LoadEvidence(safe=f"this project saves its weights moved to the CPU ({saver})")
