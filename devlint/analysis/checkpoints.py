@@ -9,8 +9,10 @@ gathers the evidence a file holds about one load:
   back). Saved and loaded by one process on one machine, the devices exist.
 - **Safe, a temporary place**: the path lies in a temporary directory or file the loading
   function made (``with tempfile.TemporaryDirectory() as d``, ``tempfile.mkdtemp()``, pytest's
-  ``tmp_path``), and the function saves into it (``model.save_pretrained(d)``): this process
-  wrote what it reads. Not where it only downloads into it (``get_file(url, d)``).
+  ``tmp_path``, ``mkstemp()[1]``), and the function saves into it (``model.save_pretrained(d)``)
+  or hands it to a saving function of the file (``split_files(src, d)``, ``mp.spawn(worker,
+  args=(d,))``): this run wrote what it reads. Not where it only downloads into it
+  (``get_file(url, d)``).
 - **Safe, no device at all**: the same file saves the same path from what it made (not a value
   its caller passed in), and nothing it runs can place a value on a device (see `cpu_only`):
   a CPU-only tutorial saving and reloading its model.
@@ -42,8 +44,12 @@ gathers the evidence a file holds about one load:
   BasicSR's `save_network` stores `param.cpu()` for every weight. An optimizer's state saved
   as it is voids it only for a load restoring an optimizer.
 - **A checkpoint**: the result reaches ``load_state_dict``, is read with a ``"model"``,
-  ``"optimizer"`` or ``"state_dict"`` key, or the file saves the path from a state dict or
-  from values a device-moving function made.
+  ``"optimizer"`` or ``"state_dict"`` key, or is used as a model; the file saves the path (or
+  the file name) from a state dict or from values a device-moving function made; or the
+  author names it one (see `checkpoint_names`: `args.ckpt_path`, `state_dict = ...`).
+- **Safe, nothing shown**: none of the above: features, messages, a generic loader. Most such
+  files are saved from the CPU, and a finding would be a guess.
+- **Safe, numpy arrays**: the loading function, annotated `-> np.ndarray`, returns the result.
 
 Paths are matched by how they are written (``tmp``, ``tmp.name``, ``io.BytesIO(data)`` with
 ``data = buffer.getvalue()``), never by guessing what a string holds.
@@ -59,6 +65,13 @@ from typing import TYPE_CHECKING, Optional, Union, cast
 
 import libcst as cst
 
+from devlint.analysis.checkpoint_names import (
+    annotated_array,
+    assigned_names,
+    naming_token,
+    returns_result,
+    storing_receivers,
+)
 from devlint.analysis.conditions import suite_exits
 from devlint.analysis.devices import argument, string_value
 from devlint.analysis.names import ImportMap, dotted_name
@@ -74,11 +87,6 @@ Scope = Union[cst.Module, cst.FunctionDef]
 _Matcher = Callable[[cst.BaseExpression], bool]
 
 # Keys a training checkpoint is read with: `ckpt["model"]`, `state["optimizer_state_dict"]`.
-# Words naming a checkpoint or its parts, in a path or a name (`ckpt_path`, `model_state`).
-CHECKPOINT_WORD = re.compile(
-    r"ckpts?|checkpoints?|states?|models?|optim\w*|weights?|params?|parameters|snapshots?"
-    r"|pretrained|nets?|networks?|encoder|decoder|generator|discriminator|actor|critic|policy"
-)
 CHECKPOINT_KEY = re.compile(r"model|optim|state_dict|net\Z|weights|ema", re.IGNORECASE)
 # Objects whose `state_dict()` holds Python numbers, no tensors: `scheduler`, `lr_scheduler`,
 # `self.sched`, `scaler` (a GradScaler keeps its scale as a float).
@@ -107,7 +115,6 @@ _TEMPORARY_PLACES = frozenset(
         "tempfile.mkstemp",
     }
 )
-_ARRAY_TYPES = frozenset({"numpy.ndarray", "numpy.typing.NDArray", "numpy.array"})
 _TEMPORARY_FIXTURES = frozenset({"tmp_path", "tmpdir", "tmp_path_factory", "tmpdir_factory"})
 _PATH_BUILDERS = frozenset(
     {"join", "Path", "PurePath", "str", "fspath", "format", "joinpath", "glob", "iglob", "rglob"}
@@ -138,40 +145,10 @@ def _clipped(code: str) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _words(text: str) -> list[str]:
-    """The words of identifiers and strings: `ckptPath` and `"model_best.pth"` give `ckpt`,
-    `path`, `model`, `best`, `pth`."""
-    spaced = re.sub(r"([a-z])([A-Z])", r"\1 \2", text)
-    return [word for word in re.split(r"[^a-z]+", spaced.lower()) if word]
-
-
-def _receivers_given(statement: Optional[cst.CSTNode], load: cst.Call) -> list[str]:
-    """The objects whose methods take the result: ``states`` in ``states.append(torch.load(
-    f))``, ``optim`` in ``optim.set_state(torch.load(path))``."""
-    if statement is None:
-        return []
-    return [
-        dotted_name(node.func.value) or ""
-        for node in descendants(statement)
-        if type(node) is cst.Call
-        and isinstance(node.func, cst.Attribute)
-        and any(arg.value is load for arg in node.args)
-    ]
-
-
 def _device_on_save(scope: Scope, value: cst.BaseExpression) -> bool:
-    """Whether a save of ``value`` may write device tensors: a state dict, a value showing a
+    """Whether a save of ``value`` may write device tensors: a state dict or a value showing a
     device, or a device shown on the way to the save."""
-    return (
-        _method(value) == "state_dict" or _shows_device(value) or _device_on_the_way(scope, value)
-    )
-
-
-def _returns(statement: Optional[cst.CSTNode], load: cst.Call) -> bool:
-    """Whether ``statement`` is `return torch.load(...)`."""
-    return type(statement) is cst.SimpleStatementLine and any(
-        isinstance(small, cst.Return) and small.value is load for small in statement.body
-    )
+    return _shows_device(value) or _device_on_the_way(scope, value)
 
 
 def source_key(node: cst.BaseExpression, module: cst.Module) -> str:
@@ -466,6 +443,13 @@ def _moved_to_cpu(value: cst.BaseExpression) -> bool:
     return bool(arguments) and _names_cpu(arguments[0].value)
 
 
+def _call_parts(call: cst.Call) -> Iterator[cst.BaseExpression]:
+    """A call's arguments, and the object whose method it is (`f` of `f.save(sd)`)."""
+    if isinstance(call.func, cst.Attribute):
+        yield call.func.value
+    yield from (arg.value for arg in call.args)
+
+
 def _hands_to(call: cst.Call, functions: frozenset[str]) -> bool:
     """Whether ``call`` runs one of ``functions``: `split(src, tmp)`, or hands it on to run,
     `mp.spawn(worker, args=(tmp,))`, `Process(target=worker, args=(tmp,))`."""
@@ -580,7 +564,7 @@ class CheckpointEvidence:
         and bases' are ``classes``)."""
         path = argument(load, 0, "f")
         if path is None:
-            return LoadEvidence()
+            return LoadEvidence(safe="no path to read evidence from")  # `torch.load(*args)`
         if self._hides_gpus():
             return LoadEvidence(safe="this file hides every GPU (`CUDA_VISIBLE_DEVICES`)")
         saves = self._file_saves()
@@ -608,7 +592,7 @@ class CheckpointEvidence:
         checkpoint = self._loaded_into(load, scope, statement, self._checkpoint_use)
         if checkpoint is None:
             tensorless = self._loaded_into(load, scope, statement, _tensorless_use)
-            if tensorless is None and self._returned_as_array(load, scope, statement):
+            if tensorless is None and self._returned_as_array(load, scope):
                 tensorless = "the function returns it as a numpy array (its annotation)"
             if tensorless is not None:
                 return LoadEvidence(safe=tensorless)
@@ -677,7 +661,7 @@ class CheckpointEvidence:
             device_saved = [value for value, where in named if _device_on_save(where, value)]
             if device_saved:
                 return LoadEvidence(checkpoint=self._saved_from(device_saved[0]))
-            checkpoint = self._named_as_checkpoint(path.value, scope, statement, load)
+            checkpoint = self._named_as_checkpoint(path.value, scope, load)
             if checkpoint is None and self._used_as_model(load, statement):
                 checkpoint = "the result is used as a model"
             if checkpoint is None:
@@ -688,32 +672,27 @@ class CheckpointEvidence:
         return LoadEvidence(checkpoint=checkpoint)
 
     def _named_as_checkpoint(
-        self,
-        path: cst.BaseExpression,
-        scope: Scope,
-        statement: Optional[cst.CSTNode],
-        load: cst.Call,
+        self, path: cst.BaseExpression, scope: Scope, load: cst.Call
     ) -> Optional[str]:
-        """Where the author names what is loaded a checkpoint: its path (`args.ckpt_path`,
-        `"model_best.pth"`), the name it is assigned or appended to (`state_dict = torch.load(
-        f)`, `states.append(torch.load(f))`), or the function loading it (`def
-        load_checkpoint(path)`)."""
+        """Where the author names what is loaded a checkpoint (see `checkpoint_names`): its
+        path, read through a `with open(...) as f` or the path's one assignment, the names the
+        result is assigned to, the objects storing it, or a function returning it."""
         named = [
             self._module.code_for_node(path),
-            self._resolve(scope, source_key(path, self._module)),
+            self._resolve(scope, source_key(path, self._module)),  # `f` of `open("model.pt")`
         ]
         assigned = self._assigned_in(scope).get(dotted_name(path) or "")
         if assigned is not None:
             named.append(self._module.code_for_node(assigned))  # `path = Path(tmp) / "ckpt.pt"`
-        loaded = _assigned_name(statement, load) if statement is not None else None
-        if loaded is not None:
-            named.append(loaded)
-        named.extend(_receivers_given(statement, load))
-        if isinstance(scope, cst.FunctionDef):
-            named.append(scope.name.value)
+        loaded = assigned_names(scope, load)
+        named.extend(loaded)
+        named.extend(storing_receivers(scope, load))
+        if isinstance(scope, cst.FunctionDef) and returns_result(scope, load, loaded):
+            named.append(scope.name.value)  # `def load_checkpoint(path): return torch.load(path)`
         for text in named:
-            if any(CHECKPOINT_WORD.fullmatch(word) for word in _words(text)):
-                return f"`{_clipped(text)}` names one"
+            token = naming_token(text)
+            if token is not None:
+                return f"`{_clipped(token)}` names one"
         return None
 
     def _weights_saver(
@@ -935,12 +914,16 @@ class CheckpointEvidence:
             name: {name} for name in _TEMPORARY_FIXTURES & _passed_in(scope)
         }
         assignments: list[tuple[str, cst.BaseExpression]] = []
-        iterated: set[int] = set()
+        carriers: set[int] = set()
         for node in descendants(scope):
             if type(node) is cst.WithItem and isinstance(node.asname, cst.AsName):
                 target = node.asname.name
                 if isinstance(target, cst.Name) and self._makes_temporary(node.item):
                     places[target.value] = {target.value}
+                elif isinstance(target, cst.Name) and isinstance(node.item, cst.Call):
+                    # `with incremental_save(path) as f`: a writer of the place, `f.save(sd)`
+                    assignments.append((target.value, node.item))
+                    carriers.add(id(node.item))
             elif type(node) is cst.Assign and len(node.targets) == 1:
                 assigned = node.targets[0].target
                 if isinstance(assigned, cst.Name):
@@ -948,11 +931,11 @@ class CheckpointEvidence:
             elif type(node) is cst.For:
                 # `for i, file in enumerate(files)`: the items of a list of the place's paths
                 assignments.extend((name, node.iter) for name in _root_names(node.target))
-                iterated.add(id(node.iter))
+                carriers.add(id(node.iter))
         for name, value in assignments * 2:  # twice: a name assigned from one assigned later
             if self._makes_temporary(value):
                 places[name] = {name}
-            if not _builds_path(value) and id(value) not in iterated:
+            if not _builds_path(value) and id(value) not in carriers:
                 continue  # what is read from the place (`state = torch.load(file)`) is no path
             for root in _root_names(value):
                 if root in places and root != name:
@@ -965,7 +948,7 @@ class CheckpointEvidence:
         savers = self._saving_functions()
         return bool(read) and any(
             (_is_save(node) or _hands_to(node, savers))
-            and any(places_of(arg.value) & read for arg in node.args)
+            and any(places_of(part) & read for part in _call_parts(node))
             for node in descendants(scope)
             if type(node) is cst.Call
         )
@@ -1181,26 +1164,14 @@ class CheckpointEvidence:
                 return found
         return None
 
-    def _returned_as_array(
-        self, load: cst.Call, scope: Scope, statement: Optional[cst.CSTNode]
-    ) -> bool:
+    def _returned_as_array(self, load: cst.Call, scope: Scope) -> bool:
         """`def init_states(...) -> np.ndarray: return torch.load(path)` (or a name it is
         assigned to, reshaped): the author says the file holds numpy arrays, never on a GPU."""
-        if not isinstance(scope, cst.FunctionDef) or scope.returns is None or statement is None:
-            return False
-        annotation = scope.returns.annotation
-        if isinstance(annotation, cst.Subscript):
-            annotation = annotation.value  # `npt.NDArray[np.float32]`
-        if self._names.qualified_name(annotation) not in _ARRAY_TYPES:
-            return False
-        if _returns(statement, load):
-            return True
-        loaded = _assigned_name(statement, load)
-        return loaded is not None and any(
-            type(node) is cst.Return
-            and node.value is not None
-            and _root_names(node.value)[:1] == [loaded]
-            for node in descendants(scope)
+        return (
+            isinstance(scope, cst.FunctionDef)
+            and scope.returns is not None
+            and annotated_array(scope.returns.annotation, self._names)
+            and returns_result(scope, load, assigned_names(scope, load))
         )
 
     @staticmethod
@@ -1214,7 +1185,7 @@ class CheckpointEvidence:
             for element in node.slice:
                 index = element.slice
                 key = string_value(index.value) if isinstance(index, cst.Index) else None
-                if key is not None and CHECKPOINT_KEY.search(key):
+                if key is not None and (CHECKPOINT_KEY.search(key) or naming_token(key)):
                     return f'the result is read with the checkpoint key "{key}"'
         return None
 

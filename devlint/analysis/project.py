@@ -21,6 +21,7 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from stat import S_ISREG
 from typing import Callable, Generic, Optional, TypeVar
 
 from devlint.analysis.summaries import Summary, imported_names, summarise, summary_digest
@@ -103,6 +104,8 @@ class ByStamp(Generic[T]):
             stat = os.stat(path)
         except OSError:
             return None
+        if not S_ISREG(stat.st_mode):
+            return None  # a pipe named like a script would wait for a writer forever
         known = self._known.get(path)
         if known is not None and known[:2] == (stat.st_mtime_ns, stat.st_size):
             return known[2]

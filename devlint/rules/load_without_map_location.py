@@ -35,9 +35,12 @@ class LoadWithoutMapLocation(Rule):
       file, a local path's one assignment), the name the result is assigned to
       (`state_dict = torch.load(f)`), the object whose method takes it
       (`states.append(...)`, `optim.set_state(...)`) or the function loading it
-      (`def load_checkpoint(path)`) says checkpoint, state, model, weights,
-      optimizer, parameters, snapshot, pretrained, net, encoder, decoder,
-      generator, discriminator, actor, critic or policy. The classic failure is
+      (`def load_checkpoint(path): return torch.load(path)`) says checkpoint
+      (`ckpt`), state (`sd`), model, weights, optimizer, parameters, snapshot,
+      pretrained, resume, EMA, net, encoder, decoder, backbone, generator,
+      discriminator, teacher, student, LoRA, adapter, actor, critic or policy,
+      as a whole word of the name (not `random_state`, `class_weights`,
+      `hidden_states`: data). The classic failure is
       exactly this: a checkpoint trained on a GPU machine, loaded by code that
       shows no device at all (CPU inference, a notebook on a laptop).
     - **Nothing shown** (silent): `embeddings = torch.load(args.embeddings_file)`,
@@ -46,8 +49,9 @@ class LoadWithoutMapLocation(Rule):
       and messages are mostly saved from the CPU; a finding there would be a
       guess.
     - **Numpy arrays** (silent): the loading function's return annotation is
-      `np.ndarray` (or `npt.NDArray[...]`) and it returns the result (or a name
-      it is assigned to): numpy pickles hold no device tensor.
+      `np.ndarray` (or `npt.NDArray[...]`, `Optional[...]` of one, `... | None`,
+      or a string of one) and it returns the result (or a name it is assigned
+      to): numpy pickles hold no device tensor.
     - **A state of numbers** (silent): the result goes only into a
       learning-rate scheduler's or a gradient scaler's `load_state_dict`
       (`scheduler.load_state_dict(torch.load(...))`, `self.scaler`), whose
@@ -285,7 +289,18 @@ class LoadWithoutMapLocation(Rule):
         "import random, torch\ndef restore(folder):\n"
         "    states = torch.load(folder + '/rng_state.pth')\n    random.setstate(states['python'])\n"
         "    torch.cuda.random.set_rng_state_all(states['cuda'])",
-        # Nothing shows a checkpoint or a device: features, vocabularies, a generic helper.
+        # Nothing shows a checkpoint or a device: features, vocabularies, a generic helper;
+        # names of data (a random state, class weights, hidden states), a training function's
+        # name for what it does not return, a model's input
+        "import torch\nrandom_state = torch.load('rs.pt')",
+        "import torch\nclass_weights = torch.load('counts.pt')",
+        "import torch\ndef train_model(args):\n    vocab = torch.load(args.vocab_file)",
+        "import torch\ndef f(model, path):\n    return model.generate(torch.load(path))",
+        "import torch\nplan = torch.load('optimal_transport_plan.pt')",
+        "import numpy as np, torch\nfrom typing import Optional\n"
+        "def a(path) -> 'np.ndarray':\n    return torch.load(path)\n"
+        "def b(path) -> Optional[np.ndarray]:\n    return torch.load(path)\n"
+        "def c(path) -> np.ndarray | None:\n    return torch.load(path)",
         "import torch\ndef load(path):\n    return torch.load(path)",
         "import torch\ndef main(args):\n    embeddings = torch.load(args.embeddings_file)\n"
         "    return embeddings.shape",
@@ -309,6 +324,9 @@ class LoadWithoutMapLocation(Rule):
         "def merge(src):\n    with tempfile.TemporaryDirectory() as tmp:\n        split(src, tmp)\n"
         "        parts = glob.glob(os.path.join(tmp, '*.bin'))\n        first = torch.load(parts[0])\n"
         "        for i, part in enumerate(parts):\n            state = torch.load(part)",
+        "import torch\ndef test_save(tmp_path):\n    fn = str(tmp_path / 'test.pt')\n"
+        "    with incremental_save(fn) as f:\n        f.save({'0': torch.randn(5)})\n"
+        "    sd_actual = torch.load(fn)",
         "import tempfile, torch\nimport torch.multiprocessing as mp\n"
         "def worker(rank, model, out):\n    torch.save(model.cuda().state_dict(), out)\n"
         "def test_states(model):\n    out = tempfile.mkstemp()[1]\n"
@@ -462,7 +480,7 @@ class LoadWithoutMapLocation(Rule):
             "import torch\ndef main(args):\n    theta = torch.load(args.orig_ckpt_path)",
             3,
             13,
-            "a checkpoint (`args.orig_ckpt_path` names one)",
+            "a checkpoint (`orig_ckpt_path` names one)",
         ),
         Invalid(
             "import torch\ndef load(path):\n    with open(path, 'rb') as f:\n"
@@ -483,6 +501,37 @@ class LoadWithoutMapLocation(Rule):
             3,
             21,
             "(`optim` names one)",
+        ),
+        # wherever the load sits in the assignment, a one-line suite's too
+        Invalid(
+            "import torch\ndef h(args):\n"
+            "    checkpoint = torch.load(args.file) if args.file else None",
+            3,
+            18,
+            "(`checkpoint` names one)",
+        ),
+        Invalid(
+            "import os, torch\ndef g(path):\n"
+            "    if os.path.exists(path): sd = dict(torch.load(path))",
+            3,
+            40,
+            "(`sd` names one)",
+        ),
+        Invalid("import torch\nema = torch.load(path)", 2, 7, "(`ema` names one)"),
+        Invalid(
+            "import torch\ndef simulate(args):\n    data = torch.load(args.file)\n"
+            "    policy = data['evaluation/policy']",
+            3,
+            12,
+            'the checkpoint key "evaluation/policy"',
+        ),
+        # a nested function's `return` is not the loader's: it returns a GPU tensor
+        Invalid(
+            "import numpy as np, torch\ndef load_ckpt(ckpt) -> np.ndarray:\n"
+            "    x = torch.load(ckpt)\n    def inner():\n        return x\n"
+            "    return torch.from_numpy(x).cuda()",
+            3,
+            9,
         ),
         Invalid(
             "import torch\ndef load_checkpoint(path):\n    return torch.load(path)",
@@ -511,7 +560,7 @@ class LoadWithoutMapLocation(Rule):
         ),
         # a function returning tensors, not arrays
         Invalid(
-            "import numpy as np, torch\ndef init_states(path) -> torch.Tensor:\n"
+            "import numpy as np, torch\ndef load_states(path) -> torch.Tensor:\n"
             "    return torch.load(path)",
             3,
             12,
@@ -838,7 +887,7 @@ class LoadWithoutMapLocation(Rule):
         evidence = self._evidence.evidence(node, scope, statement, classes)
         if evidence.safe is not None or self._written_beside_from_cpu(node):
             return
-        # Without evidence of a checkpoint, the file may hold any tensors (latents, features).
+        # (every load fired on names its evidence; the plain wording stays for a safe default)
         hazard = (
             "tensors saved on a GPU fail"
             if evidence.checkpoint is None
