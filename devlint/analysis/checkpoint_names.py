@@ -63,6 +63,15 @@ def naming_token(code: str) -> Optional[str]:
     return None
 
 
+def names_checkpoint_key(key: str) -> bool:
+    """Whether a key the result is read with names a checkpoint's part (`"evaluation/policy"`,
+    `"encoder"`); not `"states"`, which a dataset of trajectories also has."""
+    return any(
+        CHECKPOINT_WORD.fullmatch(word) and word not in ("state", "states", "sd")
+        for word in words(key)
+    )
+
+
 def _own_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """The nodes below ``node`` outside the functions, classes and lambdas it defines."""
     for child in child_nodes(node):

@@ -68,6 +68,7 @@ import libcst as cst
 from devlint.analysis.checkpoint_names import (
     annotated_array,
     assigned_names,
+    names_checkpoint_key,
     naming_token,
     returns_result,
     storing_receivers,
@@ -1185,7 +1186,7 @@ class CheckpointEvidence:
             for element in node.slice:
                 index = element.slice
                 key = string_value(index.value) if isinstance(index, cst.Index) else None
-                if key is not None and (CHECKPOINT_KEY.search(key) or naming_token(key)):
+                if key is not None and (CHECKPOINT_KEY.search(key) or names_checkpoint_key(key)):
                     return f'the result is read with the checkpoint key "{key}"'
         return None
 

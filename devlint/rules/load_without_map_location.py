@@ -293,6 +293,8 @@ class LoadWithoutMapLocation(Rule):
         # names of data (a random state, class weights, hidden states), a training function's
         # name for what it does not return, a model's input
         "import torch\nrandom_state = torch.load('rs.pt')",
+        "import torch\ndef demos(args):\n    data = torch.load(args.file)\n"
+        "    return data['states'], data['actions']",
         "import torch\nclass_weights = torch.load('counts.pt')",
         "import torch\ndef train_model(args):\n    vocab = torch.load(args.vocab_file)",
         "import torch\ndef f(model, path):\n    return model.generate(torch.load(path))",
