@@ -131,7 +131,7 @@ _WRAPPERS = frozenset({"BytesIO", "open", "Path", "str", "fspath", "bytes", "mem
 @dataclass(frozen=True)
 class LoadEvidence:
     """What a file says about one ``torch.load``: ``safe`` explains a silence, ``checkpoint``
-    names what makes the result a checkpoint; both None where the file says nothing."""
+    names what makes the result a checkpoint, the hazard; one of the two is set."""
 
     safe: Optional[str] = None
     checkpoint: Optional[str] = None

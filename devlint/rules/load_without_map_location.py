@@ -887,14 +887,9 @@ class LoadWithoutMapLocation(Rule):
         enclosing = self.context.scopes.current_class()
         classes = () if enclosing is None else (enclosing.name, *enclosing.bases)
         evidence = self._evidence.evidence(node, scope, statement, classes)
-        if evidence.safe is not None or self._written_beside_from_cpu(node):
-            return
-        # (every load fired on names its evidence; the plain wording stays for a safe default)
-        hazard = (
-            "tensors saved on a GPU fail"
-            if evidence.checkpoint is None
-            else f"a checkpoint ({evidence.checkpoint}) saved on a GPU fails"
-        )
+        if evidence.checkpoint is None or self._written_beside_from_cpu(node):
+            return  # (safe, or nothing shows a hazard: `evidence.safe` says which)
+        hazard = f"a checkpoint ({evidence.checkpoint}) saved on a GPU fails"
         if location is not None:
             edit = NodeEdit.replace(location.value, '"cpu"')
         elif node.args:
