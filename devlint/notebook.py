@@ -413,7 +413,9 @@ def parse_notebook(data: bytes) -> Notebook:
         raise NotebookError("not a notebook: JSON nested too deeply") from None
     if not isinstance(document, dict) or not isinstance(document.get("cells"), list):
         raise NotebookError("not a notebook: no list of `cells` at the top level")
-    version = document.get("nbformat")
+    # Only nbformat 4 keeps `cells` at the top level (3 nests them in worksheets); editors
+    # write such files without a version key too, and Jupyter and VS Code open them.
+    version = document.get("nbformat", 4)
     if version != 4:
         raise NotebookError(f"nbformat {version!r} is not supported (devlint reads nbformat 4)")
     if not _is_python(document.get("metadata")):

@@ -143,6 +143,14 @@ def test_magics_shell_escapes_and_help_are_not_syntax_errors(tmp_path: Path) -> 
     assert "(1 file checked)" in result.stdout
 
 
+def test_a_notebook_without_a_version_key_is_read_as_nbformat_4(tmp_path: Path) -> None:
+    document = json.loads(_notebook("import torch\nw = torch.load('weights.pt')\n"))
+    del document["nbformat"], document["nbformat_minor"]
+    write(tmp_path, {"v.ipynb": json.dumps(document)})
+    result = run_cli("v.ipynb", "--no-cache", cwd=tmp_path)
+    assert result.stdout.startswith("v.ipynb:cell 1:2:5: DEV008 "), result.stdout
+
+
 def test_a_string_source_is_read_and_written_back_as_a_string(tmp_path: Path) -> None:
     # nbformat allows a string source, and Ruff reads it: so does devlint.
     text = _notebook("import torch\nw = torch.load('weights.pt')\n", ("markdown", "text"))
