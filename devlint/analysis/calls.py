@@ -101,6 +101,7 @@ _PASS_THROUGH_CALLS = frozenset(
 _PARAMETER_METHODS = frozenset({"parameters", "buffers", "named_parameters", "named_buffers"})
 # `dt`, `ori_dt`, `self.compute_dt`: how code abbreviates a dtype variable.
 _DTYPE_ABBREVIATION = re.compile(r"(?:^|[._])dt$")
+_DTYPE_FUNCTIONS = frozenset(("torch.promote_types", "torch.result_type"))
 _TENSOR_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data", "real", "imag", "grad"})
 # Keys under which dict batches carry raw data, not tensors: the collated prompts or file names
 # of a Hugging Face style dataset are lists of strings.
@@ -1195,10 +1196,15 @@ def converts_dtype(call: ast.Call, names: ImportMap) -> bool:
     target = argument(call, 0, "device")
     if target is None:
         return keyword_value(call, "dtype") is not None  # `x.to(dtype=torch.float16)`
+    if isinstance(target, ast.Call):
+        # `x.to(torch.get_default_dtype())`, `x.to(torch.promote_types(a, b))`: named by the
+        # function that returns it
+        target = target.func
     named = dotted_name(target) or ""
     lowered = named.lower()
     return (
         names.resolve(named or None) in DTYPES
+        or names.resolve(named or None) in _DTYPE_FUNCTIONS
         or "dtype" in lowered
         or bool(_DTYPE_ABBREVIATION.search(lowered))
     )

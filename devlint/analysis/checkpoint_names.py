@@ -63,6 +63,16 @@ def naming_token(code: str) -> Optional[str]:
     return None
 
 
+def names_data(code: str) -> bool:
+    """Whether ``code`` names data with a checkpoint's word (`random_states`, `hidden_state`,
+    `class_weights`): what such a name holds is no checkpoint, whatever else names it."""
+    for token in _TOKEN.findall(_COMMENT.sub("", code)):
+        parts = words(token)
+        if any(before in _DATA_PREFIXES.get(word, ()) for before, word in zip(parts, parts[1:])):
+            return True
+    return False
+
+
 def names_checkpoint_key(key: str) -> bool:
     """Whether a key the result is read with names a checkpoint's part (`"evaluation/policy"`,
     `"encoder"`); not `"states"`, which a dataset of trajectories also has."""

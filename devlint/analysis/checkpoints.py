@@ -69,6 +69,7 @@ from devlint.analysis.checkpoint_names import (
     annotated_array,
     assigned_names,
     names_checkpoint_key,
+    names_data,
     naming_token,
     returns_result,
     storing_receivers,
@@ -690,6 +691,8 @@ class CheckpointEvidence:
         named.extend(storing_receivers(scope, load))
         if isinstance(scope, cst.FunctionDef) and returns_result(scope, load, loaded):
             named.append(scope.name.value)  # `def load_checkpoint(path): return torch.load(path)`
+        if any(names_data(text) for text in named):
+            return None  # `state = torch.load(path)` in `def load_random_states(...)`
         for text in named:
             token = naming_token(text)
             if token is not None:

@@ -70,6 +70,9 @@ class CrossDeviceOp(FlowRule):
     required_patterns = (DEVICE_SOURCE, CPU_TENSOR_SOURCE)
 
     VALID = (
+        # a conversion to what a function returns as the dtype keeps the device
+        "import torch\nx = torch.rand(3).to(torch.get_default_dtype())\ny = x + torch.ones(3)\n"
+        "z = torch.rand(3).to(torch.promote_types(x.dtype, torch.half)) * torch.ones(3)",
         # the caller passes its own `device` on, whatever it holds: not the helper's None
         "import torch\ndef draw(shape, device=None):\n    return torch.rand(shape, device=device)\n"
         "def sample(shape, low, device='cpu'):\n"

@@ -196,6 +196,9 @@ class LoadWithoutMapLocation(Rule):
     required_patterns = (TORCH_LOAD,)
 
     VALID = (
+        # a random generator's state: `state` names the data the function's name says it is
+        "import torch\ndef load_random_states(folder):\n"
+        "    state = torch.load(folder / 'random' / 'rank-0.pt')\n    return state",
         # a cache saved from a tensor the function made on the CPU and filled in place
         "import torch\nfrom pathlib import Path\ndef infer(out_dir, loader, model):\n"
         "    cache = out_dir + '/logits.pth'\n    if Path(cache).is_file():\n"
