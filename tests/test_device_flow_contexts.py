@@ -52,6 +52,17 @@ def test_helpers_of_a_test_module_take_their_tests_data_where_it_is() -> None:
     assert lint_snippet(source, {"DEV005"}, path="tests/utils.py") == []  # the tests' helpers
 
 
+def test_a_module_of_a_test_module_placing_nothing_runs_on_the_tests_cpu_data() -> None:
+    source = (
+        "import torch\nclass Bad(torch.nn.Module):\n    def forward(self, data):\n"
+        "        factors = torch.ones(len(data))\n        return data.norm(dim=-1) * factors\n"
+    )
+    assert [f.start.row for f in lint_snippet(source, {"DEV005"}, path="models.py")] == [4]
+    assert lint_snippet(source, {"DEV005"}, path="tests/test_models.py") == []
+    moved = source + "def test_gpu():\n    Bad().to('cuda')(torch.rand(3, 2, device='cuda'))\n"
+    assert [f.start.row for f in lint_snippet(moved, {"DEV005"}, path="tests/test_m.py")] == [4]
+
+
 def test_only_folders_inside_the_project_make_a_test_module(tmp_path: Path) -> None:
     project = tmp_path / "tests" / "work"
     (project / "lib").mkdir(parents=True)

@@ -229,6 +229,13 @@ class CallContexts(CallEvaluator):
         self.recording = False
         env = self.global_devices()
         self._bind_parameters(function, unit, env)
+        if function.name != "forward":
+            # A tensor parameter lives on its caller's device by contract only where no
+            # caller is known: this one passed a value it does not know, which may be a CPU
+            # tensor (the helper meeting a CPU tensor of the caller's with it proves nothing).
+            for name in unknown & frozenset(env):
+                if env[name].kind is Kind.TENSOR and env[name].where is Where.INPUT:
+                    env[name] = UNKNOWN
         passed = dict(bound)
         # (a decorator may fill in what the call leaves out: `kw.setdefault("device", ...)`)
         left_none = set() if _decorated(function) else none_defaulted(function)

@@ -101,6 +101,9 @@ _PASS_THROUGH_CALLS = frozenset(
 _PARAMETER_METHODS = frozenset({"parameters", "buffers", "named_parameters", "named_buffers"})
 # `dt`, `ori_dt`, `self.compute_dt`: how code abbreviates a dtype variable.
 _DTYPE_ABBREVIATION = re.compile(r"(?:^|[._])dt$")
+# Factories copying their data, which keep a tensor's device (`torch.tensor(t)`).
+_DATA_COPIES = frozenset(("torch.tensor", "torch.as_tensor", "torch.asarray"))
+_OFF_THE_CPU = frozenset((Where.INPUT, Where.DEVICE, Where.MAYBE_DEVICE))
 _DTYPE_FUNCTIONS = frozenset(("torch.promote_types", "torch.result_type"))
 _TENSOR_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data", "real", "imag", "grad"})
 # Keys under which dict batches carry raw data, not tensors: the collated prompts or file names
@@ -557,7 +560,10 @@ class CallEvaluator:
     ) -> Optional[Placement]:
         """Where `.to(node)` or `device=node` puts a tensor; a device variable is a device.
         None where ``node`` holds a helper's `device` its call left at None: no device given."""
-        value = self.values.get(node) or self.eval(node, env, unit)
+        # (in a call's context the recorded value is the function's own analysis's, not this
+        # call's: `if device is None: device = torch.device("cpu")` for a `device` left out)
+        recorded = self.values.get(node) if self.recording else None
+        value = recorded or self.eval(node, env, unit)
         if value.kind is Kind.NONE:
             return None
         if value.where is Where.CPU and value.kind in (Kind.DEVICE_OBJECT, Kind.TENSOR):
@@ -707,6 +713,9 @@ class CallEvaluator:
     ) -> Value:
         if qualified == "torch.Tensor" and len(arguments) == 1 and arguments[0].kind is Kind.TENSOR:
             return arguments[0]  # `torch.Tensor(t)` of a tensor is an alias of it, where it is
+        copied = _copied_where_it_is(node, qualified, arguments)
+        if copied is not None:
+            return copied
         if qualified in FACTORIES:
             created = self._created(node, qualified, env, unit, None)
             if (
@@ -1189,6 +1198,18 @@ def _subscript_elements(node: ast.Subscript) -> list[ast.expr]:
 def _single_string_key(node: ast.Subscript) -> Optional[str]:
     """The key of `batch["name"]`, when it is one string literal."""
     return string_value(node.slice)
+
+
+def _copied_where_it_is(node: ast.Call, qualified: str, arguments: list[Value]) -> Optional[Value]:
+    """`torch.tensor(t)` of data that may be a tensor off the CPU (a module's input, a moved
+    tensor): a copy where `t` is, not a CPU tensor. None where no device says otherwise."""
+    if qualified not in _DATA_COPIES or not arguments or keyword_value(node, "device") is not None:
+        return None
+    data = arguments[0]
+    if data.kind not in (Kind.TENSOR, Kind.UNKNOWN) or data.where not in _OFF_THE_CPU:
+        return None
+    placement = data.placement if data.kind is Kind.TENSOR else Placement(Where.UNKNOWN)
+    return Value(Kind.TENSOR, placement, scalar=data.scalar)
 
 
 def converts_dtype(call: ast.Call, names: ImportMap) -> bool:

@@ -449,7 +449,7 @@ class DeviceFlow(CallContexts):
         for method_name, method in facts.methods.items():
             if method_name == "__init__":
                 continue
-            forward = module_class and method_name == "forward"
+            forward = module_class and method_name == "forward" and not self._cpu_test_double()
             parameters = frozenset() if forward else self._tensor_parameters(method, owners)
             # A private method's callers are the class's own, a static one's the file's
             # (`Cls.name(...)`), and so are those of a method no other file of the project
@@ -723,11 +723,18 @@ class DeviceFlow(CallContexts):
         bound = [site for site in sites if site is not None]
         if len(bound) != len(sites):
             return {}
-        return {
+        placed = {
             name: join_all(site[name] for site in bound)
             for name in bound[0]
             if all(name in site and _on_cpu(site[name]) for site in bound)
         }
+        if placed:
+            # Callers handing CPU tensors for some parameters speak for the others too: what
+            # they pass unknown may be on the CPU as well, not on a device by contract.
+            for name in bound[0]:
+                if name not in placed and any(site.get(name) is UNKNOWN for site in bound):
+                    placed[name] = UNKNOWN
+        return placed
 
     def _results_moved(self, function: FunctionNode, method: bool) -> bool:
         if self._moved_helpers is None:
@@ -766,6 +773,11 @@ class DeviceFlow(CallContexts):
         if between and set(between) & enclosing_blocks(function, use):
             return None  # (a rebinding on every path to the use; `if c: x = x.cpu()` is not)
         return read
+
+    def _cpu_test_double(self) -> bool:
+        """A module of a test module that places nothing on a device: a test double, run on
+        the CPU tensors its tests make (no input on a device to meet)."""
+        return self.test_module and not self._places_on_device()
 
     def _places_on_device(self) -> bool:
         """Whether the file places anything on a device (see `places_on_a_device`)."""
@@ -921,11 +933,14 @@ class DeviceFlow(CallContexts):
         if flag is not None:
             forgotten = forget_unmoved(flag, body_env, orelse_env, self._holds_one_truth)
         available = _accelerator_tested(node.test, self.names)
+        dead_body = _dead_body(node.test, env)
         with self.branching():
-            with self._silenced_if(available is False):
+            with self._silenced_if(available is False or dead_body is True):
                 body = self.exec_block(node.body, body_env, unit)
-            with self._silenced_if(available is True):  # `elif` is an `if` in here
+            with self._silenced_if(available is True or dead_body is False):  # (`elif` too)
                 orelse = self.exec_block(node.orelse, orelse_env, unit)
+        if dead_body is not None:  # the branch the call's `None` never takes leaves nothing
+            body, orelse = (None, orelse) if dead_body else (body, None)
         self._note_exits(
             body if body is not None or not _raises(node.body) else {},
             orelse if orelse is not None or not _raises(node.orelse) else {},
@@ -1163,6 +1178,16 @@ def _omitted_parameter(
     if not (defaults_to_none or _admits_none(tested.annotation)):
         return None
     return name, absent_if_true
+
+
+def _dead_body(test: ast.expr, env: Env) -> Optional[bool]:
+    """For a parameter the call analysed left at its `None` default: whether the test's body
+    is the branch that cannot run (`if device is not None:`), or its `else` (`if device is
+    None:`, False); None where the test is no such test."""
+    tested = _none_test(test)
+    if tested is None or env.get(tested[0], UNKNOWN).kind is not Kind.NONE:
+        return None
+    return not tested[1]
 
 
 def _none_test(test: ast.expr) -> Optional[tuple[str, bool]]:

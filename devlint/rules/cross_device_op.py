@@ -70,6 +70,12 @@ class CrossDeviceOp(FlowRule):
     required_patterns = (DEVICE_SOURCE, CPU_TENSOR_SOURCE)
 
     VALID = (
+        # a helper's `device` left at None takes the default's branch, and only that one
+        "import torch\ndef basis(k: int, device=None) -> torch.Tensor:\n"
+        "    q = torch.zeros(2 * k + 1, 2 * k + 1)\n    if device is None:\n"
+        "        device = torch.empty(0).device\n    return q.to(device=device)\n"
+        "def generators(k: int) -> torch.Tensor:\n    x = torch.arange(-k, k)\n"
+        "    return basis(k).T @ torch.diag(x, diagonal=-1)",
         # a conversion to what a function returns as the dtype keeps the device
         "import torch\nx = torch.rand(3).to(torch.get_default_dtype())\ny = x + torch.ones(3)\n"
         "z = torch.rand(3).to(torch.promote_types(x.dtype, torch.half)) * torch.ones(3)",
@@ -177,6 +183,17 @@ class CrossDeviceOp(FlowRule):
         "total = idist.all_reduce(3.0)\nassert total == torch.tensor([3.0])",
     )
     INVALID = (
+        # the caller passes the helper its device: the default's branch does not run
+        Invalid(
+            "import torch\ndef basis(k: int, device=None) -> torch.Tensor:\n"
+            "    q = torch.zeros(2 * k + 1, 2 * k + 1)\n    if device is None:\n"
+            "        device = torch.empty(0).device\n    return q.to(device=device)\n"
+            "def generators(k: int) -> torch.Tensor:\n    x = torch.arange(-k, k)\n"
+            "    return basis(k, 'cuda').T @ torch.diag(x, diagonal=-1)",
+            8,
+            9,
+            "`torch.arange(-k, k)` creates a tensor on the CPU that line 9 mixes with",
+        ),
         # an elementwise comparison; a collective returns its tensor where it was
         Invalid(
             "import torch\nimport ignite.distributed as idist\n"

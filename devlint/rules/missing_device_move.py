@@ -131,6 +131,21 @@ class MissingDeviceMove(FlowRule):
     required_patterns = (DEVICE_OR_INPUT_SOURCE, CPU_TENSOR_SOURCE)
 
     VALID = (
+        # `torch.tensor(t)` copies `t` where it is: an input may be a tensor on the device
+        "import torch\nfrom torch import nn\nclass Attention(nn.Module):\n"
+        "    def forward(self, scores, mask, distances):\n"
+        "        distances = torch.tensor(distances).masked_fill(mask == 0, 1e9)\n"
+        "        return scores + distances",
+        # every caller in sight passes CPU tensors or values it does not know: `model` is not
+        # on a device by contract beside the caller's CPU `factors`
+        "import torch\nclass Planner(Base):\n    def __init__(self) -> None:\n"
+        "        self.best = 1e99\n    @staticmethod\n    def plan(tables):\n"
+        "        factors = torch.tensor([t.factor for t in tables])\n"
+        "        return Planner.allocate(model=sizes, factors=factors)\n    @staticmethod\n"
+        "    def to_bytes(model: torch.Tensor, factors: torch.Tensor) -> torch.Tensor:\n"
+        "        return model[:, 0] * factors + model[:, 1]\n    @staticmethod\n"
+        "    def allocate(model: torch.Tensor, factors: torch.Tensor) -> torch.Tensor:\n"
+        "        return Planner.to_bytes(model, factors)",
         # `torch.Tensor(t)` of a tensor aliases it, on its device
         "import torch\ndef scales(layer_ids: torch.Tensor, n: int) -> torch.Tensor:\n"
         "    loss_scales = torch.Tensor(layer_ids + 1)\n"
@@ -447,6 +462,20 @@ class MissingDeviceMove(FlowRule):
     )
 
     INVALID = (
+        # the caller passes a device tensor beside its CPU one
+        Invalid(
+            "import torch\nclass Planner(Base):\n    @staticmethod\n    def plan(tables):\n"
+            "        factors = torch.tensor([t.factor for t in tables])\n"
+            "        model = torch.ones(len(tables), 2, device='cuda')\n"
+            "        return Planner.allocate(model=model, factors=factors)\n    @staticmethod\n"
+            "    def to_bytes(model: torch.Tensor, factors: torch.Tensor) -> torch.Tensor:\n"
+            "        return model[:, 0] * factors + model[:, 1]\n    @staticmethod\n"
+            "    def allocate(model: torch.Tensor, factors: torch.Tensor) -> torch.Tensor:\n"
+            "        return Planner.to_bytes(model, factors)",
+            5,
+            19,
+            "combines it with a tensor on `cuda`",
+        ),
         # a layer its base's `__init__` builds, run by `super().__init__()`
         Invalid(
             "import torch\nfrom torch import nn\nclass Base(nn.Module):\n    def __init__(self):\n"
