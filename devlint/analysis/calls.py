@@ -101,10 +101,10 @@ _PASS_THROUGH_CALLS = frozenset(
 _PARAMETER_METHODS = frozenset({"parameters", "buffers", "named_parameters", "named_buffers"})
 # `dt`, `ori_dt`, `self.compute_dt`: how code abbreviates a dtype variable.
 _DTYPE_ABBREVIATION = re.compile(r"(?:^|[._])dt$")
+_DTYPE_FUNCTIONS = frozenset(("torch.promote_types", "torch.result_type"))
 # Factories copying their data, which keep a tensor's device (`torch.tensor(t)`).
 _DATA_COPIES = frozenset(("torch.tensor", "torch.as_tensor", "torch.asarray"))
 _OFF_THE_CPU = frozenset((Where.INPUT, Where.DEVICE, Where.MAYBE_DEVICE))
-_DTYPE_FUNCTIONS = frozenset(("torch.promote_types", "torch.result_type"))
 _TENSOR_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data", "real", "imag", "grad"})
 # Keys under which dict batches carry raw data, not tensors: the collated prompts or file names
 # of a Hugging Face style dataset are lists of strings.

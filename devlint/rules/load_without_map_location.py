@@ -40,7 +40,9 @@ class LoadWithoutMapLocation(Rule):
       pretrained, resume, EMA, net, encoder, decoder, backbone, generator,
       discriminator, teacher, student, LoRA, adapter, actor, critic or policy,
       as a whole word of the name (not `random_state`, `class_weights`,
-      `hidden_states`: data). The classic failure is
+      `hidden_states`: data; and where one of those names says data,
+      `state = torch.load(p)` returned by `load_random_states`, none counts).
+      The classic failure is
       exactly this: a checkpoint trained on a GPU machine, loaded by code that
       shows no device at all (CPU inference, a notebook on a laptop).
     - **Nothing shown** (silent): `embeddings = torch.load(args.embeddings_file)`,
