@@ -64,13 +64,25 @@ def naming_token(code: str) -> Optional[str]:
 
 
 def names_data(code: str) -> bool:
-    """Whether ``code`` names data with a checkpoint's word (`random_states`, `hidden_state`,
-    `class_weights`): what such a name holds is no checkpoint, whatever else names it."""
-    for token in _TOKEN.findall(_COMMENT.sub("", code)):
-        parts = words(token)
-        if any(before in _DATA_PREFIXES.get(word, ()) for before, word in zip(parts, parts[1:])):
-            return True
-    return False
+    """Whether a name in ``code`` says data with a checkpoint's word and no other (`random_states`,
+    `hidden_state`, `class_weights`; not `init_state_dict`, `load_checkpoint_and_rng_state`):
+    what such a name holds is no checkpoint, whatever else names it."""
+    return any(_names_data_only(words(token)) for token in _TOKEN.findall(_COMMENT.sub("", code)))
+
+
+def _names_data_only(parts: list[str]) -> bool:
+    data = {
+        index
+        for index in range(1, len(parts))
+        if parts[index - 1] in _DATA_PREFIXES.get(parts[index], ())
+        and parts[index + 1 : index + 2] != ["dict"]
+    }
+    others = (
+        index
+        for index, word in enumerate(parts)
+        if index not in data and CHECKPOINT_WORD.fullmatch(word)
+    )
+    return bool(data) and next(others, None) is None
 
 
 def names_checkpoint_key(key: str) -> bool:

@@ -939,12 +939,12 @@ class DeviceFlow(CallContexts):
                 body = self.exec_block(node.body, body_env, unit)
             with self._silenced_if(available is True or dead_body is False):  # (`elif` too)
                 orelse = self.exec_block(node.orelse, orelse_env, unit)
-        if dead_body is not None:  # the branch the call's `None` never takes leaves nothing
-            body, orelse = (None, orelse) if dead_body else (body, None)
         self._note_exits(
             body if body is not None or not _raises(node.body) else {},
             orelse if orelse is not None or not _raises(node.orelse) else {},
         )  # (a branch ending in `raise` ends the run there: no iteration goes on past it)
+        if dead_body is not None:  # the branch the call's `None` never takes leaves nothing
+            body, orelse = (None, orelse) if dead_body else (body, None)
         if body is not None and orelse is not None:  # (else only one branch goes on: its word)
             give_back(body, forgotten[0])
             give_back(orelse, forgotten[1])

@@ -383,6 +383,22 @@ class LoadWithoutMapLocation(Rule):
         "    def load(self, path):\n        self.actor.load_state_dict(torch.load(path))",
     )
     INVALID = (
+        # a state dict is no random state, and a checkpoint's word beside one still names it
+        Invalid(
+            "import torch\ndef restore(args):\n"
+            "    init_state_dict = torch.load(args.pretrained_checkpoint)\n"
+            "    return init_state_dict",
+            3,
+            23,
+            "(`pretrained_checkpoint` names one)",
+        ),
+        Invalid(
+            "import torch\ndef load_checkpoint_and_rng_state(path):\n"
+            "    loaded = torch.load(path)\n    return loaded",
+            3,
+            14,
+            "(`load_checkpoint_and_rng_state` names one)",
+        ),
         # the same cache, but factories make tensors on the default device set above
         Invalid(
             "import torch\nfrom pathlib import Path\ntorch.set_default_device('cuda')\n"

@@ -462,6 +462,16 @@ class MissingDeviceMove(FlowRule):
     )
 
     INVALID = (
+        # a branch a call's `None` default never takes is no early exit of the helper
+        Invalid(
+            "import torch\ndef add(total, p, weight=None):\n    if weight is not None:\n"
+            "        p = p * weight\n    return total + p\ndef accumulate(params):\n"
+            "    total = torch.zeros(3)\n    for p in params:\n"
+            "        total = add(total, p.to('cuda'))\n    return total",
+            7,
+            13,
+            "but `add`, called at line 9, combines it with a tensor on `cuda`",
+        ),
         # the caller passes a device tensor beside its CPU one
         Invalid(
             "import torch\nclass Planner(Base):\n    @staticmethod\n    def plan(tables):\n"
