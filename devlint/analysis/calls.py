@@ -1223,9 +1223,10 @@ def converts_dtype(call: ast.Call, names: ImportMap) -> bool:
         target = target.func
     named = dotted_name(target) or ""
     lowered = named.lower()
+    resolved = names.resolve(named or None)
     return (
-        names.resolve(named or None) in DTYPES
-        or names.resolve(named or None) in _DTYPE_FUNCTIONS
+        resolved in DTYPES
+        or resolved in _DTYPE_FUNCTIONS
         or "dtype" in lowered
         or bool(_DTYPE_ABBREVIATION.search(lowered))
     )

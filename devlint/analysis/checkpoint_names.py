@@ -54,11 +54,10 @@ def words(text: str) -> list[str]:
 def naming_token(code: str) -> Optional[str]:
     """The first identifier or string of ``code`` that names a checkpoint (`weight_bytes` in
     `io.BytesIO(weight_bytes)`)."""
-    tokens: list[str] = _TOKEN.findall(_COMMENT.sub("", code))
-    for token in tokens:
+    for token in _tokens(code):
         parts = words(token)
         for before, word in zip(["", *parts], parts):
-            if CHECKPOINT_WORD.fullmatch(word) and before not in _DATA_PREFIXES.get(word, ()):
+            if CHECKPOINT_WORD.fullmatch(word) and not _data_pair(before, word):
                 return token
     return None
 
@@ -67,15 +66,24 @@ def names_data(code: str) -> bool:
     """Whether a name in ``code`` says data with a checkpoint's word and no other (`random_states`,
     `hidden_state`, `class_weights`; not `init_state_dict`, `load_checkpoint_and_rng_state`):
     what such a name holds is no checkpoint, whatever else names it."""
-    return any(_names_data_only(words(token)) for token in _TOKEN.findall(_COMMENT.sub("", code)))
+    return any(_names_data_only(words(token)) for token in _tokens(code))
+
+
+def _tokens(code: str) -> list[str]:
+    """The identifiers and strings of a piece of code, its comments left out."""
+    return _TOKEN.findall(_COMMENT.sub("", code))
+
+
+def _data_pair(before: str, word: str) -> bool:
+    """`random` before `state`, `class` before `weights`: the pair names data."""
+    return before in _DATA_PREFIXES.get(word, ())
 
 
 def _names_data_only(parts: list[str]) -> bool:
     data = {
         index
         for index in range(1, len(parts))
-        if parts[index - 1] in _DATA_PREFIXES.get(parts[index], ())
-        and parts[index + 1 : index + 2] != ["dict"]
+        if _data_pair(parts[index - 1], parts[index]) and parts[index + 1 : index + 2] != ["dict"]
     }
     others = (
         index
